@@ -1,0 +1,300 @@
+"""Which devices this machine has, and a table that describes them.
+
+The functions follow the names the course teaches (``cpu``, ``gpu``, ``try_gpu`` …) but
+work with any PyTorch accelerator: CUDA (NVIDIA and ROCm), Apple's MPS and Intel's XPU.
+"GPU" in these names means "the accelerator PyTorch has on this machine".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import platform
+
+import torch
+
+__all__ = [
+    "DeviceInfo",
+    "DeviceTable",
+    "accelerator_type",
+    "best_device",
+    "cpu",
+    "describe",
+    "gpu",
+    "num_gpus",
+    "synchronize",
+    "try_all_gpus",
+    "try_gpu",
+]
+
+
+def accelerator_type() -> str | None:
+    """The type of this machine's accelerator (``"cuda"``, ``"mps"``, ``"xpu"`` …), or None.
+
+    Uses ``torch.accelerator`` (torch 2.6+); on an older torch it checks CUDA, MPS and XPU
+    in that order.
+    """
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is not None and hasattr(accelerator, "current_accelerator"):
+        if not accelerator.is_available():
+            return None
+        return accelerator.current_accelerator().type
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return "mps"
+    if hasattr(torch, "xpu") and torch.xpu.is_available():
+        return "xpu"
+    return None
+
+
+def cpu() -> torch.device:
+    """The CPU device."""
+    return torch.device("cpu")
+
+
+def gpu(i: int = 0) -> torch.device:
+    """Accelerator number ``i`` (``cuda:i`` on NVIDIA, ``mps:0`` on a Mac).
+
+    This only names the device: it does not check that it exists, exactly like
+    ``torch.device("cuda", 3)``. Use :func:`try_gpu` when the device may be missing.
+    On a machine with no accelerator the name is ``cuda:i``.
+    """
+    return torch.device(accelerator_type() or "cuda", i)
+
+
+def num_gpus() -> int:
+    """How many accelerator devices PyTorch can use here (0 when there are none)."""
+    kind = accelerator_type()
+    if kind is None:
+        return 0
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is not None and hasattr(accelerator, "device_count"):
+        return accelerator.device_count()
+    if kind == "mps":
+        return 1
+    return getattr(torch, kind).device_count()
+
+
+def try_gpu(i: int = 0) -> torch.device:
+    """``gpu(i)`` if that device exists, otherwise ``cpu()``."""
+    return gpu(i) if num_gpus() > i else cpu()
+
+
+def try_all_gpus() -> list[torch.device]:
+    """Every accelerator device, or ``[cpu()]`` when there is none.
+
+    The list is never empty, so ``for device in try_all_gpus()`` always runs at least once.
+    """
+    devices = [gpu(i) for i in range(num_gpus())]
+    return devices or [cpu()]
+
+
+def best_device() -> torch.device:
+    """The device PyTorch would pick for heavy work: the current accelerator, else the CPU."""
+    kind = accelerator_type()
+    if kind is None:
+        return cpu()
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is not None and hasattr(accelerator, "current_device_index"):
+        return torch.device(kind, accelerator.current_device_index())
+    return torch.device(kind, 0)
+
+
+def synchronize(device: torch.device | str | None = None) -> None:
+    """Wait until all work queued on ``device`` has finished (a no-op for the CPU and meta)."""
+    device = torch.device(device) if device is not None else best_device()
+    if device.type in ("cpu", "meta"):
+        return
+    backend = getattr(torch, device.type, None)
+    if backend is not None and hasattr(backend, "synchronize"):
+        if device.type == "mps":
+            backend.synchronize()
+        else:
+            backend.synchronize(device)
+        return
+    torch.accelerator.synchronize(device)
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceInfo:
+    """What one device is. Fields a device type has no answer for are None."""
+
+    device: str
+    name: str
+    type: str
+    total_memory_bytes: int | None
+    compute_capability: str | None = None
+    multiprocessors: int | None = None
+    bf16: bool | None = None
+    tf32: bool | None = None
+    cores: int | None = None
+    torch_threads: int | None = None
+    simd: str | None = None
+
+    def as_row(self) -> dict[str, str]:
+        """The record as table cells, with units."""
+        memory = "—" if self.total_memory_bytes is None else f"{self.total_memory_bytes / 2**30:.1f} GiB"
+
+        def yes_no(value: bool | None) -> str:
+            return "—" if value is None else ("yes" if value else "no")
+
+        if self.type == "cpu":
+            detail = f"{self.cores} cores, {self.torch_threads} torch threads, SIMD {self.simd}"
+        else:
+            parts = []
+            if self.compute_capability:
+                parts.append(f"compute capability {self.compute_capability}")
+            if self.multiprocessors:
+                parts.append(f"{self.multiprocessors} multiprocessors")
+            detail = ", ".join(parts) or "—"
+        return {
+            "device": self.device,
+            "name": self.name,
+            "memory": memory,
+            "details": detail,
+            "bf16": yes_no(self.bf16),
+            "TF32": yes_no(self.tf32),
+        }
+
+
+class DeviceTable(list):
+    """A list of :class:`DeviceInfo` that prints as a table (text in a terminal, HTML in Jupyter)."""
+
+    def rows(self) -> list[dict[str, str]]:
+        return [info.as_row() for info in self]
+
+    def __str__(self) -> str:
+        rows = self.rows()
+        if not rows:
+            return "(no devices)"
+        headers = list(rows[0])
+        widths = {h: max(len(h), *(len(r[h]) for r in rows)) for h in headers}
+        lines = ["  ".join(h.ljust(widths[h]) for h in headers)]
+        lines.append("  ".join("-" * widths[h] for h in headers))
+        lines += ["  ".join(r[h].ljust(widths[h]) for h in headers) for r in rows]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        rows = self.rows()
+        headers = list(rows[0]) if rows else []
+        head = "".join(f"<th style='text-align:left'>{escape(h)}</th>" for h in headers)
+        body = "".join(
+            "<tr>" + "".join(f"<td style='text-align:left'>{escape(r[h])}</td>" for h in headers) + "</tr>"
+            for r in rows
+        )
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(str(self))
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    if platform.system() == "Darwin":
+        import subprocess
+
+        try:
+            return subprocess.run(
+                ["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True, timeout=5
+            ).stdout.strip() or platform.processor()
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def _host_memory_bytes() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _cpu_info() -> DeviceInfo:
+    simd = torch.backends.cpu.get_cpu_capability() if hasattr(torch.backends, "cpu") else None
+    try:
+        # True when the CPU computes bf16 natively (AVX512-BF16, AMX); otherwise torch emulates it.
+        bf16 = bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        bf16 = None
+    return DeviceInfo(
+        device="cpu",
+        name=_cpu_model(),
+        type="cpu",
+        total_memory_bytes=_host_memory_bytes(),
+        bf16=bf16,
+        tf32=False,
+        cores=os.cpu_count(),
+        torch_threads=torch.get_num_threads(),
+        simd=simd,
+    )
+
+
+def _cuda_info(i: int) -> DeviceInfo:
+    props = torch.cuda.get_device_properties(i)
+    # bf16 and TF32 tensor cores arrived with Ampere (compute capability 8.0). A T4 (7.5)
+    # runs bf16 only by emulation, which is slower than fp32.
+    ampere_or_newer = (props.major, props.minor) >= (8, 0)
+    is_rocm = torch.version.hip is not None
+    return DeviceInfo(
+        device=f"cuda:{i}",
+        name=props.name,
+        type="cuda",
+        total_memory_bytes=props.total_memory,
+        compute_capability=getattr(props, "gcnArchName", None) if is_rocm else f"{props.major}.{props.minor}",
+        multiprocessors=props.multi_processor_count,
+        bf16=ampere_or_newer or is_rocm,
+        tf32=ampere_or_newer and not is_rocm,
+    )
+
+
+def _mps_info() -> DeviceInfo:
+    try:
+        torch.zeros(1, dtype=torch.bfloat16, device="mps")
+        bf16 = True
+    except (RuntimeError, TypeError):
+        bf16 = False
+    memory = torch.mps.recommended_max_memory() if hasattr(torch.mps, "recommended_max_memory") else None
+    return DeviceInfo(
+        device="mps:0", name=f"Apple GPU ({platform.machine()})", type="mps",
+        total_memory_bytes=memory, bf16=bf16, tf32=False,
+    )
+
+
+def _generic_info(kind: str, i: int) -> DeviceInfo:
+    backend = getattr(torch, kind)
+    props = backend.get_device_properties(i) if hasattr(backend, "get_device_properties") else None
+    return DeviceInfo(
+        device=f"{kind}:{i}",
+        name=getattr(props, "name", kind),
+        type=kind,
+        total_memory_bytes=getattr(props, "total_memory", None),
+        multiprocessors=getattr(props, "gpu_subslice_count", None) or getattr(props, "multi_processor_count", None),
+        bf16=None,
+        tf32=None,
+    )
+
+
+def describe() -> DeviceTable:
+    """One :class:`DeviceInfo` per device: the CPU first, then every accelerator.
+
+    Displays as a table in Jupyter; ``print(describe())`` gives the same as text.
+    """
+    table = DeviceTable([_cpu_info()])
+    kind = accelerator_type()
+    for i in range(num_gpus()):
+        if kind == "cuda":
+            table.append(_cuda_info(i))
+        elif kind == "mps":
+            table.append(_mps_info())
+        else:
+            table.append(_generic_info(kind, i))
+    return table

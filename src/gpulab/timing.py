@@ -1,0 +1,179 @@
+"""One correct way to time work on any device.
+
+Accelerators run asynchronously: a call returns as soon as its kernels are queued. A timer
+that does not wait for the device measures the queueing, not the work. :func:`time_fn`
+warms up first (the first calls pay for kernel selection, caches and lazy allocation),
+synchronises around every sample, repeats a short call enough times that the timer's own
+overhead does not matter, and reports the median with its interquartile range.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+import time
+from typing import Callable, Sequence
+
+import torch
+
+from .devices import best_device, synchronize
+
+__all__ = ["Timing", "crossover", "format_seconds", "time_fn"]
+
+MODES = ("device", "wall")
+
+
+def format_seconds(seconds: float) -> str:
+    """``0.00123`` → ``"1.23 ms"``: three significant digits with a unit a reader knows."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
+        if abs(seconds) >= scale or unit == "ns":
+            return f"{seconds / scale:.3g} {unit}"
+    raise AssertionError("unreachable")
+
+
+@dataclasses.dataclass(frozen=True)
+class Timing:
+    """The result of :func:`time_fn`: seconds per call, one value per sample."""
+
+    samples_s: tuple[float, ...]
+    calls_per_sample: int
+    device: str
+    clock: str
+    flops: float | None = None
+    bytes_moved: float | None = None
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.samples_s)
+
+    @property
+    def iqr_s(self) -> float:
+        """Interquartile range: the spread of the middle half of the samples."""
+        if len(self.samples_s) < 2:
+            return 0.0
+        q1, _, q3 = statistics.quantiles(self.samples_s, n=4, method="inclusive")
+        return q3 - q1
+
+    @property
+    def num_samples(self) -> int:
+        return len(self.samples_s)
+
+    @property
+    def gflops(self) -> float | None:
+        """Achieved GFLOP/s (1 GFLOP = 1e9 floating-point operations), if told the flops."""
+        return None if self.flops is None else self.flops / self.median_s / 1e9
+
+    @property
+    def tflops(self) -> float | None:
+        return None if self.flops is None else self.flops / self.median_s / 1e12
+
+    @property
+    def gbps(self) -> float | None:
+        """Achieved GB/s (1 GB = 1e9 bytes), if told the bytes moved."""
+        return None if self.bytes_moved is None else self.bytes_moved / self.median_s / 1e9
+
+    def rate(self) -> str:
+        """The achieved rate as text, in the unit that reads best ("" when none is known)."""
+        parts = []
+        if self.flops is not None:
+            parts.append(f"{self.tflops:.3g} TFLOP/s" if self.tflops >= 1 else f"{self.gflops:.3g} GFLOP/s")
+        if self.bytes_moved is not None:
+            parts.append(f"{self.gbps:.3g} GB/s")
+        return ", ".join(parts)
+
+    def __str__(self) -> str:
+        text = (
+            f"{format_seconds(self.median_s)} ± {format_seconds(self.iqr_s)} IQR "
+            f"({self.num_samples} samples × {self.calls_per_sample} calls, {self.device}, {self.clock})"
+        )
+        rate = self.rate()
+        return f"{text} · {rate}" if rate else text
+
+
+def _wall_sample(fn: Callable[[], object], calls: int, device: torch.device) -> float:
+    synchronize(device)
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    synchronize(device)
+    return (time.perf_counter() - start) / calls
+
+
+def _cuda_event_sample(fn: Callable[[], object], calls: int, device: torch.device) -> float:
+    # Events are recorded on the device's stream, so they measure when the GPU started and
+    # finished the work, without the host's bookkeeping between samples.
+    with torch.cuda.device(device):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize(device)
+        start.record()
+        for _ in range(calls):
+            fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3 / calls
+
+
+def time_fn(
+    fn: Callable[[], object],
+    *,
+    device: torch.device | str | None = None,
+    flops: float | None = None,
+    bytes_moved: float | None = None,
+    mode: str = "device",
+    warmup: int = 2,
+    min_samples: int = 5,
+    max_samples: int = 100,
+    budget_s: float = 0.25,
+    min_sample_s: float = 2e-3,
+) -> Timing:
+    """Time ``fn()`` (called with no arguments) on ``device``; return a :class:`Timing`.
+
+    - ``device``: where ``fn`` does its work (default: :func:`gpulab.best_device`). Every
+      sample waits for it to finish. On CUDA, ``mode="device"`` uses CUDA events.
+    - ``mode="wall"``: host wall-clock time between two synchronisations. Use it for costs
+      that live on the host, such as a loop that calls ``.item()`` every step.
+    - ``flops`` / ``bytes_moved``: the work of one call, to report GFLOP/s or GB/s.
+    - ``warmup`` calls run first and are not measured. A call shorter than
+      ``min_sample_s`` is repeated within each sample, and samples are taken until
+      ``budget_s`` is spent (at least ``min_samples``, at most ``max_samples``).
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    if min_samples < 1 or max_samples < min_samples:
+        raise ValueError(f"need 1 <= min_samples <= max_samples, got {min_samples} and {max_samples}")
+    device = torch.device(device) if device is not None else best_device()
+    for _ in range(warmup):
+        fn()
+    estimate_s = max(_wall_sample(fn, 1, device), 1e-9)
+
+    calls = min(max(1, math.ceil(min_sample_s / estimate_s)), 100_000)
+    samples = min(max(min_samples, int(budget_s / (estimate_s * calls))), max_samples)
+    use_events = mode == "device" and device.type == "cuda"
+    sample = _cuda_event_sample if use_events else _wall_sample
+    samples_s = tuple(sample(fn, calls, device) for _ in range(samples))
+    return Timing(
+        samples_s=samples_s,
+        calls_per_sample=calls,
+        device=str(device),
+        clock="cuda events" if use_events else "wall clock",
+        flops=flops,
+        bytes_moved=bytes_moved,
+    )
+
+
+def crossover(sizes: Sequence[float], baseline_s: Sequence[float], candidate_s: Sequence[float]):
+    """The smallest size from which ``candidate`` is faster than ``baseline`` at every larger size.
+
+    Returns None when the candidate is not faster at the largest size. A single lucky
+    point in the noise does not count: the candidate must stay ahead.
+    """
+    if not (len(sizes) == len(baseline_s) == len(candidate_s)):
+        raise ValueError("sizes, baseline_s and candidate_s must have the same length")
+    found = None
+    for size, base, cand in reversed(list(zip(sizes, baseline_s, candidate_s))):
+        if cand < base:
+            found = size
+        else:
+            break
+    return found

@@ -1,0 +1,223 @@
+"""The experiment panel every lesson uses: controls, a Run button, progress, status and a plot.
+
+A panel wraps one experiment function written in the lesson::
+
+    def sweep(max_n, dtype, progress):
+        ...                      # call progress(done, total) as work finishes
+        return result
+
+    Panel(sweep, {"max_n": log2_slider("largest n", 64, 4096, 1024)}, plot=draw)
+
+Displaying the panel runs the experiment once with the defaults, so executing the notebook
+exercises the whole path. Every error, out-of-memory included, is caught and shown in the
+panel; the kernel and the panel stay usable. Only core ipywidgets are used, and the same
+code runs on ipywidgets 7.7 (Colab) and 8.x.
+"""
+
+from __future__ import annotations
+
+import base64
+import gc
+import html
+import time
+import traceback
+from typing import Any, Callable, Mapping
+
+import ipywidgets as w
+
+from . import plots
+
+__all__ = ["Panel", "checkbox", "dropdown", "int_slider", "log2_slider", "powers_of_two"]
+
+_STYLE = {"description_width": "initial"}
+
+
+def powers_of_two(low: int, high: int) -> list[int]:
+    """Every power of two from ``low`` to ``high`` inclusive (both rounded to powers of two)."""
+    if low < 1 or high < low:
+        raise ValueError(f"need 1 <= low <= high, got {low} and {high}")
+    values, value = [], 1 << (low - 1).bit_length()
+    while value <= high:
+        values.append(value)
+        value *= 2
+    return values
+
+
+def log2_slider(description: str, low: int, high: int, value: int, cap: int | None = None) -> w.SelectionSlider:
+    """A slider over the powers of two from ``low`` to ``high``, never past ``cap``.
+
+    ``cap`` is what the device can hold (see :mod:`gpulab.memory`); the default ``value`` is
+    lowered to the cap when it lies beyond it.
+    """
+    if cap is not None:
+        high = max(low, min(high, cap))
+    options = powers_of_two(low, high)
+    value = max(v for v in options if v <= max(value, options[0]))
+    return w.SelectionSlider(
+        description=description, options=options, value=value, style=_STYLE,
+        layout=w.Layout(width="420px"), continuous_update=False,
+    )
+
+
+def int_slider(description: str, low: int, high: int, value: int, step: int = 1, cap: int | None = None) -> w.IntSlider:
+    """An integer slider from ``low`` to ``high``, never past ``cap``."""
+    if cap is not None:
+        high = max(low, min(high, cap))
+    return w.IntSlider(
+        description=description, min=low, max=high, step=step, value=min(max(value, low), high),
+        style=_STYLE, layout=w.Layout(width="420px"), continuous_update=False,
+    )
+
+
+def dropdown(description: str, options, value=None) -> w.Dropdown:
+    """A dropdown; ``options`` is a list of values or of ``(label, value)`` pairs."""
+    widget = w.Dropdown(description=description, options=options, style=_STYLE)
+    if value is not None:
+        widget.value = value
+    return widget
+
+
+def checkbox(description: str, value: bool = False) -> w.Checkbox:
+    return w.Checkbox(description=description, value=value, style=_STYLE, indent=False)
+
+
+def _is_out_of_memory(exc: BaseException) -> bool:
+    oom = getattr(__import__("torch"), "OutOfMemoryError", None)
+    return (oom is not None and isinstance(exc, oom)) or "out of memory" in str(exc).lower()
+
+
+def _release_memory() -> None:
+    gc.collect()
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    if hasattr(torch, "mps") and hasattr(torch.mps, "empty_cache") and torch.backends.mps.is_available():
+        torch.mps.empty_cache()
+
+
+class Panel:
+    """An experiment with controls, a Run button, a progress bar, a status line and a plot.
+
+    - ``experiment(progress=..., **values)`` runs the measurement. ``values`` are the
+      controls' values by name; ``progress(done, total)`` moves the bar. It returns a result.
+    - ``plot(result, figure)`` draws the result on a matplotlib ``Figure``.
+    - ``summary(result)`` returns one line for the status (optional).
+
+    After a run, ``result`` holds the last result (or None) and ``error`` the last
+    exception (or None). ``run()`` runs from code, as the button does.
+    """
+
+    def __init__(
+        self,
+        experiment: Callable[..., Any],
+        controls: Mapping[str, w.ValueWidget],
+        *,
+        plot: Callable[[Any, Any], None] | None = None,
+        summary: Callable[[Any], str] | None = None,
+        title: str = "",
+        figsize: tuple[float, float] = (9.0, 3.6),
+    ):
+        self.experiment = experiment
+        self.controls = dict(controls)
+        self.plot = plot
+        self.summary = summary
+        self.figsize = figsize
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.runs = 0
+        self._running = False
+        self._shown = False
+
+        self.button = w.Button(description="Run", icon="play", button_style="primary")
+        self.button.on_click(lambda _button: self.run())
+        self.progress = w.IntProgress(value=0, min=0, max=1, layout=w.Layout(width="260px"))
+        self.status = w.HTML(value="")
+        self.output = w.Output(layout=w.Layout(min_height="80px"))
+        header = [w.HTML(value=f"<b>{html.escape(title)}</b>")] if title else []
+        self.widget = w.VBox(
+            header + list(self.controls.values()) + [w.HBox([self.button, self.progress]), self.status, self.output]
+        )
+
+    @property
+    def values(self) -> dict[str, Any]:
+        return {name: control.value for name, control in self.controls.items()}
+
+    def _set_status(self, text: str, color: str = "inherit") -> None:
+        self.status.value = f"<span style='color:{color}'>{html.escape(text)}</span>"
+
+    def _report_progress(self, done: int, total: int) -> None:
+        self.progress.max = max(int(total), 1)
+        self.progress.value = min(max(int(done), 0), self.progress.max)
+
+    def _show_text(self, text: str) -> None:
+        self.output.outputs = ({"output_type": "stream", "name": "stderr", "text": text},)
+
+    def _show_figure(self, figure) -> None:
+        png = plots.to_png(figure)
+        self.output.outputs = (
+            {
+                "output_type": "display_data",
+                "data": {"image/png": base64.b64encode(png).decode("ascii"), "text/plain": "<plot>"},
+                "metadata": {},
+            },
+        )
+
+    def run(self) -> Any:
+        """Run the experiment with the controls' current values; return its result (None on error)."""
+        if self._running:  # a click that arrives while running is ignored, not queued
+            return None
+        self._running = True
+        self.button.disabled = True
+        self.progress.bar_style = ""
+        self._report_progress(0, 1)
+        self._set_status("running …")
+        self.runs += 1
+        start = time.perf_counter()
+        try:
+            result = self.experiment(progress=self._report_progress, **self.values)
+            if self.plot is not None:
+                figure = plots.new_figure(self.figsize)
+                self.plot(result, figure)
+                self._show_figure(figure)
+            line = self.summary(result) if self.summary is not None else ""
+        except KeyboardInterrupt:
+            self.result, self.error = None, None
+            self.progress.bar_style = "warning"
+            self._set_status("stopped (interrupted)", "#b26b00")
+            return None
+        except Exception as exc:  # shown in the panel; the kernel must survive a bad run
+            # Drop the traceback before keeping the exception: its frames hold the
+            # experiment's tensors, which would otherwise stay allocated.
+            text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+            self.result, self.error = None, exc.with_traceback(None)
+            del exc
+            out_of_memory = _is_out_of_memory(self.error)
+            if out_of_memory:
+                _release_memory()
+            self.progress.bar_style = "danger"
+            hint = " — out of memory: choose a smaller size and run again" if out_of_memory else ""
+            self._set_status(f"✗ {type(self.error).__name__}: {str(self.error).splitlines()[0] if str(self.error) else ''}{hint}", "#c0392b")
+            self._show_text(text)
+            return None
+        finally:
+            self.button.disabled = False
+            self._running = False
+        self.result, self.error = result, None
+        self.progress.bar_style = "success"
+        self._report_progress(1, 1)
+        elapsed = time.perf_counter() - start
+        self._set_status(f"✓ done in {elapsed:.1f} s" + (f" · {line}" if line else ""), "#1e7b34")
+        return result
+
+    def show(self) -> None:
+        """Display the panel; the first time, also run it once with the defaults."""
+        from IPython.display import display
+
+        display(self.widget)
+        if not self._shown:
+            self._shown = True
+            self.run()
+
+    def _ipython_display_(self) -> None:
+        self.show()
