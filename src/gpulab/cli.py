@@ -22,12 +22,14 @@ def _headers(args: argparse.Namespace) -> int:
 
     root = Path(args.root)
     changed = course.sync_headers(root, check=args.check)
+    if course.sync_readme(root, check=args.check):
+        changed.append("README.md")
     if args.check:
         for relative in changed:
-            print(f"{relative}: header differs from the generated one (run `gpulab headers`)")
+            print(f"{relative}: differs from what `gpulab headers` generates (run it)")
         return 1 if changed else 0
     for relative in changed:
-        print(f"rewrote the header of {relative}")
+        print(f"rewrote {relative}")
     return 0
 
 
@@ -38,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     info = commands.add_parser("info", help="describe this machine's devices")
     info.set_defaults(handler=_info)
 
-    headers = commands.add_parser("headers", help="regenerate every notebook's title, badge and setup cell")
+    headers = commands.add_parser("headers", help="regenerate every notebook's title, badge and setup cell, and the README's lesson table")
     headers.add_argument("--root", default=".", help="the course checkout (default: current directory)")
     headers.add_argument("--check", action="store_true", help="only report notebooks whose header differs")
     headers.set_defaults(handler=_headers)

@@ -9,11 +9,12 @@ The README's lesson table is generated here too.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 __all__ = [
     "BRANCH", "LESSONS", "REPOSITORY", "colab_url", "header_cells", "lesson_table",
-    "read_notebook", "sync_headers", "write_notebook",
+    "read_notebook", "sync_headers", "sync_readme", "write_notebook",
 ]
 
 REPOSITORY = "gpulab/gpulab"  # owner/name on GitHub
@@ -85,6 +86,24 @@ def lesson_table(root: Path) -> str:
         exercises = f"[{exercise}]({exercise})" if (root / exercise).exists() else ""
         rows.append(f"| {number} | {name} | {badge} | {exercises} |")
     return "\n".join(rows)
+
+
+README_BLOCK = re.compile(r"(<!-- lessons:start -->\n)(.*?)(\n<!-- lessons:end -->)", re.S)
+
+
+def sync_readme(root: Path, check: bool = False) -> bool:
+    """Rewrite the lesson table in README.md; return whether it differed."""
+    path = Path(root) / "README.md"
+    text = path.read_text(encoding="utf-8")
+    match = README_BLOCK.search(text)
+    if match is None:
+        raise ValueError(f"{path} lacks the <!-- lessons:start --> … <!-- lessons:end --> markers")
+    table = lesson_table(Path(root))
+    if match.group(2) == table:
+        return False
+    if not check:
+        path.write_text(text[: match.start(2)] + table + text[match.end(2):], encoding="utf-8")
+    return True
 
 
 def read_notebook(path: Path) -> dict:

@@ -1,0 +1,32 @@
+import subprocess
+import sys
+
+import torch
+
+from gpulab import cli
+
+
+def test_info_prints_the_device_table(capsys):
+    assert cli.main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert f"torch {torch.__version__}" in out
+    assert out.splitlines()[1].split()[:2] == ["device", "name"]
+
+
+def test_info_runs_as_a_command():
+    done = subprocess.run([sys.executable, "-m", "gpulab", "info"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "cpu" in done.stdout
+
+
+def test_import_gpulab_loads_no_plotting_or_widgets():
+    code = "import sys, gpulab; print(sorted(m for m in ('matplotlib', 'ipywidgets', 'IPython') if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_lazy_modules_load_on_first_use():
+    import gpulab
+
+    assert gpulab.widgets.Panel and gpulab.quiz.Quiz and gpulab.plots.new_figure
+    assert "widgets" in dir(gpulab)

@@ -1,0 +1,109 @@
+import os
+
+import pytest
+import torch
+
+import gpulab
+from gpulab import devices
+
+from conftest import requires_cuda
+
+
+def test_cpu_is_the_cpu():
+    assert gpulab.cpu() == torch.device("cpu")
+
+
+def test_gpu_names_the_accelerator_without_checking_it_exists():
+    assert gpulab.gpu(3).index == 3
+    assert gpulab.gpu(3).type == (devices.accelerator_type() or "cuda")
+
+
+def test_try_all_gpus_returns_cpu_when_there_is_no_gpu(monkeypatch):
+    monkeypatch.setattr(devices, "num_gpus", lambda: 0)
+    assert devices.try_all_gpus() == [torch.device("cpu")]
+    assert devices.try_gpu() == torch.device("cpu")
+
+
+def test_try_all_gpus_lists_every_gpu(monkeypatch):
+    monkeypatch.setattr(devices, "num_gpus", lambda: 2)
+    monkeypatch.setattr(devices, "accelerator_type", lambda: "cuda")
+    assert devices.try_all_gpus() == [torch.device("cuda", 0), torch.device("cuda", 1)]
+    assert devices.try_gpu(1) == torch.device("cuda", 1)
+    assert devices.try_gpu(2) == torch.device("cpu")
+
+
+def test_devices_returned_here_exist():
+    for device in gpulab.try_all_gpus() + [gpulab.try_gpu(), gpulab.best_device()]:
+        assert torch.ones(1, device=device).device.type == device.type
+
+
+def test_num_gpus_matches_torch():
+    expected = torch.accelerator.device_count() if torch.accelerator.is_available() else 0
+    assert gpulab.num_gpus() == expected
+
+
+def test_best_device_is_the_accelerator_or_cpu():
+    if torch.accelerator.is_available():
+        assert gpulab.best_device().type == torch.accelerator.current_accelerator().type
+    else:
+        assert gpulab.best_device() == torch.device("cpu")
+
+
+@pytest.mark.parametrize("available", [True, False])
+def test_best_device_falls_back_without_torch_accelerator(monkeypatch, available):
+    # An older torch (before 2.6) has no torch.accelerator: CUDA is then asked directly.
+    monkeypatch.delattr(torch, "accelerator")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: available)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2 if available else 0)
+    if hasattr(torch, "xpu"):
+        monkeypatch.setattr(torch.xpu, "is_available", lambda: False)
+    assert devices.accelerator_type() == ("cuda" if available else None)
+    assert devices.best_device() == (torch.device("cuda", 0) if available else torch.device("cpu"))
+    assert devices.num_gpus() == (2 if available else 0)
+
+
+def test_describe_starts_with_the_cpu_and_has_one_record_per_device():
+    table = gpulab.describe()
+    assert len(table) == 1 + gpulab.num_gpus()
+    cpu = table[0]
+    assert cpu.type == "cpu" and cpu.device == "cpu"
+    assert cpu.cores == os.cpu_count()
+    assert cpu.torch_threads == torch.get_num_threads()
+    assert cpu.simd == torch.backends.cpu.get_cpu_capability()
+    assert cpu.name and cpu.total_memory_bytes > 0
+    assert cpu.tf32 is False
+
+
+def test_describe_renders_as_text_and_html():
+    table = gpulab.describe()
+    text = str(table)
+    assert text.splitlines()[0].split() == ["device", "name", "memory", "details", "bf16", "TF32"]
+    assert len(text.splitlines()) == 2 + len(table)
+    assert "GiB" in text
+    html = table._repr_html_()
+    assert html.startswith("<table>") and html.count("<tr>") == 1 + len(table)
+
+
+def test_synchronize_accepts_cpu_and_meta():
+    gpulab.synchronize("cpu")
+    gpulab.synchronize(torch.device("meta"))
+
+
+@requires_cuda
+def test_describe_reports_cuda_properties():
+    table = gpulab.describe()
+    for i in range(torch.cuda.device_count()):
+        props = torch.cuda.get_device_properties(i)
+        info = table[1 + i]
+        assert info.device == f"cuda:{i}" and info.name == props.name
+        assert info.total_memory_bytes == props.total_memory
+        assert info.multiprocessors == props.multi_processor_count
+        assert info.compute_capability == f"{props.major}.{props.minor}"
+        assert info.bf16 == ((props.major, props.minor) >= (8, 0))
+
+
+@requires_cuda
+def test_cuda_devices_are_listed():
+    assert gpulab.try_all_gpus() == [torch.device("cuda", i) for i in range(torch.cuda.device_count())]
+    gpulab.synchronize(gpulab.gpu(0))

@@ -1,0 +1,77 @@
+import json
+
+import pytest
+import torch
+
+from gpulab import memory, plots, reference
+
+
+def test_figures_render_to_png_and_save(tmp_path):
+    figure = plots.new_figure((4, 3))
+    ax = figure.subplots()
+    ax.plot([64, 128, 256], [0.5, 2, 30])
+    plots.log2_axis(ax)
+    plots.log_axis(ax, "y")
+    plots.mark_x(ax, 128, "crossover")
+    plots.note(ax, "a note")
+    assert plots.to_png(figure).startswith(b"\x89PNG")
+    saved = plots.save(figure, tmp_path / "sub" / "plot.png")
+    assert saved.read_bytes().startswith(b"\x89PNG")
+    figure.canvas.draw()
+    labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert "128" in labels  # plain numbers, not 2^7
+
+
+def test_each_device_type_has_its_colour():
+    assert plots.color_for("cuda:1") == plots.DEVICE_COLORS["cuda"]
+    assert plots.color_for(torch.device("cpu")) == plots.DEVICE_COLORS["cpu"]
+
+
+def test_free_bytes_of_the_cpu_is_positive_and_below_physical_memory():
+    import os
+
+    free = memory.free_bytes("cpu")
+    assert 0 < free <= os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def test_largest_square_n_fits_the_budget(monkeypatch):
+    monkeypatch.setattr(memory, "free_bytes", lambda device: 3 * 4 * 1000 * 1000 * 2)
+    n = memory.largest_square_n("cpu", matrices=3, dtype=torch.float32, fraction=0.5)
+    assert n == 1000
+    assert memory.largest_square_n("cpu", matrices=3, dtype=torch.bfloat16, fraction=0.5) == 1414
+    with pytest.raises(ValueError):
+        memory.largest_square_n("cpu", fraction=0)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU; this machine has none")
+def test_free_bytes_on_cuda_counts_the_allocators_cache():
+    before = memory.free_bytes("cuda:0")
+    block = torch.empty(256 * 2**20, dtype=torch.uint8, device="cuda:0")
+    during = memory.free_bytes("cuda:0")
+    del block  # back in PyTorch's cache, still free for new tensors
+    after = memory.free_bytes("cuda:0")
+    assert during < before and after == pytest.approx(before, rel=0.01)
+
+
+def test_a_missing_reference_says_so():
+    assert reference.load("no_such_experiment") is None
+    assert reference.describe("no_such_experiment") == reference.NOT_RECORDED == "no GPU reference recorded yet"
+
+
+def test_a_recorded_reference_is_loaded_and_described(monkeypatch, tmp_path):
+    record = {"device": {"name": "NVIDIA H200"}, "torch": "2.11.0", "recorded": "2026-11-21",
+              "command": "gpulab bench", "result": {"sizes": [64]}}
+    (tmp_path / "demo.json").write_text(json.dumps(record))
+    (tmp_path / "broken.json").write_text(json.dumps({"device": {}}))
+    monkeypatch.setattr(reference, "_folder", lambda: tmp_path)
+    assert reference.load("demo") == record
+    assert reference.describe("demo") == "reference: NVIDIA H200, torch 2.11.0, recorded 2026-11-21"
+    assert reference.names() == ["broken", "demo"]
+    with pytest.raises(ValueError, match="lacks"):
+        reference.load("broken")
+
+
+def test_shipped_references_are_well_formed():
+    for name in reference.names():
+        record = reference.load(name)
+        assert record["device"].get("name"), name

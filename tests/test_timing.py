@@ -1,0 +1,116 @@
+import time
+
+import pytest
+import torch
+import torch.utils.benchmark as benchmark
+
+import gpulab
+from gpulab import timing
+from gpulab.timing import Timing, crossover, format_seconds, time_fn
+
+from conftest import requires_cuda
+
+
+def test_times_a_known_sleep_within_a_few_percent():
+    result = time_fn(lambda: time.sleep(0.02), device="cpu", mode="wall", min_samples=5, budget_s=0.2)
+    assert result.median_s == pytest.approx(0.02, rel=0.05)
+    assert result.num_samples >= 5
+    assert result.calls_per_sample == 1
+
+
+def test_agrees_with_torch_utils_benchmark_on_a_cpu_matmul():
+    # On a small shared machine another process can slow one measurement window down, so
+    # the two timers take turns three times and the best median of each is compared.
+    # One thread for both: torch.utils.benchmark's default, and the least disturbed.
+    a = torch.randn(384, 384)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        ours, theirs = [], []
+        for _ in range(3):
+            ours.append(time_fn(lambda: a @ a, device="cpu", budget_s=0.3).median_s)
+            theirs.append(benchmark.Timer("a @ a", globals={"a": a}, num_threads=1)
+                          .blocked_autorange(min_run_time=0.3).median)
+    finally:
+        torch.set_num_threads(threads)
+    assert min(ours) == pytest.approx(min(theirs), rel=0.2), (ours, theirs)
+
+
+def test_warmup_calls_are_not_measured():
+    calls = []
+
+    def slow_first_call():
+        calls.append(None)
+        time.sleep(0.2 if len(calls) == 1 else 0.002)
+
+    result = time_fn(slow_first_call, device="cpu", warmup=1, budget_s=0.05, min_samples=5)
+    assert max(result.samples_s) < 0.1
+
+
+def test_short_calls_are_repeated_within_a_sample():
+    result = time_fn(lambda: None, device="cpu", min_sample_s=1e-3)
+    assert result.calls_per_sample > 100
+    assert result.median_s < 1e-4
+
+
+def test_every_sample_waits_for_the_device(monkeypatch):
+    waits = []
+    monkeypatch.setattr(timing, "synchronize", lambda device: waits.append(device))
+    result = time_fn(lambda: time.sleep(0.001), device="cpu", min_samples=4, max_samples=4, budget_s=0)
+    # One estimate plus four samples, each synchronised before and after.
+    assert len(waits) == 2 * (1 + result.num_samples)
+    assert all(device == torch.device("cpu") for device in waits)
+
+
+def test_rates_follow_from_the_median():
+    result = Timing(samples_s=(1.0, 2.0, 3.0), calls_per_sample=1, device="cpu", clock="wall clock",
+                    flops=4e12, bytes_moved=6e9)
+    assert result.median_s == 2.0
+    assert result.gflops == pytest.approx(2000.0)
+    assert result.tflops == pytest.approx(2.0)
+    assert result.gbps == pytest.approx(3.0)  # 1 GB = 1e9 bytes
+    assert "2 TFLOP/s" in str(result) and "3 GB/s" in str(result)
+
+
+def test_iqr_is_the_spread_of_the_middle_half():
+    result = Timing(samples_s=(1.0, 2.0, 3.0, 4.0, 5.0), calls_per_sample=1, device="cpu", clock="wall clock")
+    assert result.iqr_s == pytest.approx(2.0)
+    assert result.gflops is None and result.gbps is None and result.rate() == ""
+
+
+def test_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="mode"):
+        time_fn(lambda: None, mode="fast")
+    with pytest.raises(ValueError, match="min_samples"):
+        time_fn(lambda: None, min_samples=0)
+
+
+def test_format_seconds_picks_a_readable_unit():
+    assert format_seconds(1.5) == "1.5 s"
+    assert format_seconds(0.00123) == "1.23 ms"
+    assert format_seconds(4.2e-6) == "4.2 µs"
+    assert format_seconds(3e-9) == "3 ns"
+
+
+def test_crossover_needs_the_candidate_to_stay_ahead():
+    sizes = [1, 2, 4, 8, 16]
+    assert crossover(sizes, [1, 1, 1, 1, 1], [2, 2, 0.5, 0.5, 0.5]) == 4
+    # ahead once at 2, behind at 4, ahead from 8 on: the crossover is 8
+    assert crossover(sizes, [1, 1, 1, 1, 1], [2, 0.5, 2, 0.5, 0.5]) == 8
+    assert crossover(sizes, [1, 1, 1, 1, 1], [0.5, 0.5, 0.5, 0.5, 2]) is None
+    with pytest.raises(ValueError):
+        crossover([1, 2], [1], [1, 2])
+
+
+@requires_cuda
+def test_cuda_events_time_gpu_work_that_a_stopwatch_misses():
+    device = gpulab.gpu(0)
+    a = torch.randn(4096, 4096, device=device)
+    result = time_fn(lambda: a @ a, device=device, flops=2 * 4096**3)
+    assert result.clock == "cuda events"
+    wall = time_fn(lambda: a @ a, device=device, mode="wall")
+    assert wall.clock == "wall clock"
+    # Both wait for the GPU, so both measure the same work.
+    assert result.median_s == pytest.approx(wall.median_s, rel=0.5)
+    reference = benchmark.Timer("a @ a", globals={"a": a}).blocked_autorange(min_run_time=0.5)
+    assert result.median_s == pytest.approx(reference.median, rel=0.35)

@@ -1,0 +1,154 @@
+"""The experiment panel, driven from code as a reader drives it with the mouse."""
+
+import base64
+
+import ipywidgets
+import pytest
+import torch
+
+from gpulab import widgets
+from gpulab.widgets import Panel
+
+
+def squares(max_n, scale, progress):
+    sizes = widgets.powers_of_two(1, max_n)
+    for done, _ in enumerate(sizes, start=1):
+        progress(done, len(sizes))
+    return {"sizes": sizes, "values": [scale * n * n for n in sizes]}
+
+
+def draw(result, figure):
+    ax = figure.subplots()
+    ax.plot(result["sizes"], result["values"])
+
+
+def make_panel(**kwargs):
+    controls = {
+        "max_n": widgets.log2_slider("largest n", 2, 64, 8),
+        "scale": widgets.int_slider("scale", 1, 10, 1),
+    }
+    return Panel(squares, controls, plot=draw, summary=lambda r: f"{len(r['sizes'])} sizes", **kwargs)
+
+
+def png_outputs(panel):
+    return [o for o in panel.output.outputs if "image/png" in o.get("data", {})]
+
+
+def test_set_a_control_click_run_and_read_the_result():
+    panel = make_panel()
+    panel.controls["max_n"].value = 32
+    panel.controls["scale"].value = 3
+    panel.button.click()
+    assert panel.result == {"sizes": [1, 2, 4, 8, 16, 32], "values": [3, 12, 48, 192, 768, 3072]}
+    assert panel.error is None
+    assert "done in" in panel.status.value and "6 sizes" in panel.status.value
+    assert panel.progress.value == panel.progress.max
+    assert panel.progress.bar_style == "success"
+    (image,) = png_outputs(panel)
+    assert base64.b64decode(image["data"]["image/png"]).startswith(b"\x89PNG")
+
+
+def test_showing_runs_once_with_the_defaults():
+    panel = make_panel()
+    panel.show()
+    assert panel.runs == 1 and panel.result["sizes"] == [1, 2, 4, 8]
+    panel.show()  # displayed again: not run again
+    assert panel.runs == 1
+
+
+def test_the_button_is_disabled_while_running_and_clicks_meanwhile_are_ignored():
+    seen = {}
+
+    def experiment(progress):
+        seen["disabled"] = panel.button.disabled
+        seen["nested"] = panel.run()  # a second click while running
+        return 1
+
+    panel = Panel(experiment, {})
+    assert panel.run() == 1
+    assert seen == {"disabled": True, "nested": None}
+    assert panel.runs == 1 and not panel.button.disabled
+
+
+def test_an_error_is_shown_in_the_panel_and_the_panel_still_works():
+    calls = []
+
+    def flaky(progress, fail):
+        calls.append(fail)
+        if fail:
+            raise ValueError("bad size\nsecond line")
+        return "fine"
+
+    panel = Panel(flaky, {"fail": widgets.checkbox("fail", True)})
+    assert panel.run() is None
+    assert isinstance(panel.error, ValueError) and panel.error.__traceback__ is None
+    assert "ValueError: bad size" in panel.status.value and "second line" not in panel.status.value
+    assert panel.progress.bar_style == "danger"
+    (shown,) = panel.output.outputs
+    assert shown["output_type"] == "stream" and "Traceback" in shown["text"] and "bad size" in shown["text"]
+    assert not panel.button.disabled
+
+    panel.controls["fail"].value = False
+    panel.button.click()
+    assert panel.result == "fine" and panel.error is None and "done in" in panel.status.value
+
+
+def test_out_of_memory_is_caught_and_explained():
+    def greedy(progress):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 80.00 GiB")
+
+    panel = Panel(greedy, {})
+    panel.run()
+    assert isinstance(panel.error, torch.OutOfMemoryError)
+    assert "out of memory" in panel.status.value and "smaller size" in panel.status.value
+
+
+def test_a_failing_plot_is_an_error_in_the_panel_too():
+    def broken_plot(result, figure):
+        raise KeyError("missing")
+
+    panel = Panel(lambda progress: 1, {}, plot=broken_plot)
+    assert panel.run() is None
+    assert isinstance(panel.error, KeyError)
+
+
+def test_an_interrupt_stops_the_run_without_killing_the_panel():
+    def interrupted(progress):
+        raise KeyboardInterrupt
+
+    panel = Panel(interrupted, {})
+    assert panel.run() is None
+    assert "stopped" in panel.status.value and not panel.button.disabled
+
+
+def test_log2_slider_is_capped_to_what_the_device_holds():
+    slider = widgets.log2_slider("n", 64, 8192, 4096, cap=1500)
+    assert list(slider.options) == [64, 128, 256, 512, 1024]
+    assert slider.value == 1024
+    uncapped = widgets.log2_slider("n", 64, 8192, 1024)
+    assert uncapped.options[-1] == 8192 and uncapped.value == 1024
+
+
+def test_int_slider_is_capped():
+    slider = widgets.int_slider("batch", 1, 512, 300, cap=256)
+    assert slider.max == 256 and slider.value == 256
+
+
+def test_powers_of_two():
+    assert widgets.powers_of_two(32, 1024) == [32, 64, 128, 256, 512, 1024]
+    assert widgets.powers_of_two(3, 20) == [4, 8, 16]
+    with pytest.raises(ValueError):
+        widgets.powers_of_two(0, 4)
+
+
+def test_only_core_widgets_are_used():
+    panel = make_panel(title="t")
+
+    def walk(widget):
+        yield widget
+        for child in getattr(widget, "children", ()):
+            yield from walk(child)
+
+    for widget in walk(panel.widget):
+        assert type(widget).__module__.startswith("ipywidgets."), type(widget)
+    assert ipywidgets.__version__.split(".")[0] in {"7", "8"}
