@@ -19,14 +19,23 @@ def test_info_runs_as_a_command():
     assert "cpu" in done.stdout
 
 
-def test_import_gpulab_loads_no_plotting_or_widgets():
-    code = "import sys, gpulab; print(sorted(m for m in ('matplotlib', 'ipywidgets', 'IPython') if m in sys.modules))"
+def test_import_gpulab_loads_nothing_heavy():
+    code = ("import sys, gpulab; "
+            "print(sorted(m for m in ('matplotlib', 'ipywidgets', 'IPython', 'torch') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
 
 
-def test_lazy_modules_load_on_first_use():
+def test_lazy_modules_and_names_load_on_first_use():
     import gpulab
+    from gpulab import devices, timing
 
     assert gpulab.widgets.Panel and gpulab.quiz.Quiz and gpulab.plots.new_figure
-    assert "widgets" in dir(gpulab)
+    assert gpulab.try_gpu is devices.try_gpu and gpulab.time_fn is timing.time_fn
+    assert {"widgets", "try_all_gpus", "Timing"} <= set(dir(gpulab))
+    try:
+        gpulab.no_such_name
+    except AttributeError as error:
+        assert "no_such_name" in str(error)
+    else:
+        raise AssertionError("expected AttributeError")

@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import importlib
 
-from .devices import best_device, cpu, describe, gpu, num_gpus, synchronize, try_all_gpus, try_gpu
-from .timing import Timing, time_fn
-
 __version__ = "0.1.0"
 
 __all__ = [
@@ -19,16 +16,24 @@ __all__ = [
     "time_fn", "try_all_gpus", "try_gpu",
 ]
 
-_LAZY_MODULES = {"course", "devices", "memory", "plots", "quiz", "reference", "timing", "widgets"}
+_LAZY_MODULES = {"course", "devices", "grading", "memory", "plots", "quiz", "reference", "timing", "widgets"}
+# Names re-exported at the top level, and the module each comes from. Nothing is imported
+# until first use, so tools that need only a part (the grader, `gpulab headers`) stay quick.
+_LAZY_NAMES = {name: "devices" for name in
+               ("best_device", "cpu", "describe", "gpu", "num_gpus", "synchronize", "try_all_gpus", "try_gpu")}
+_LAZY_NAMES.update(Timing="timing", time_fn="timing")
 
 
 def __getattr__(name: str):
     if name in _LAZY_MODULES:
-        module = importlib.import_module(f".{name}", __name__)
-        globals()[name] = module
-        return module
-    raise AttributeError(f"module 'gpulab' has no attribute {name!r}")
+        value = importlib.import_module(f".{name}", __name__)
+    elif name in _LAZY_NAMES:
+        value = getattr(importlib.import_module(f".{_LAZY_NAMES[name]}", __name__), name)
+    else:
+        raise AttributeError(f"module 'gpulab' has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
 
 def __dir__():
-    return sorted(set(globals()) | _LAZY_MODULES)
+    return sorted(set(globals()) | _LAZY_MODULES | set(_LAZY_NAMES))

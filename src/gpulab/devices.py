@@ -96,9 +96,10 @@ def best_device() -> torch.device:
     if kind is None:
         return cpu()
     accelerator = getattr(torch, "accelerator", None)
-    if accelerator is not None and hasattr(accelerator, "current_device_index"):
+    try:
         return torch.device(kind, accelerator.current_device_index())
-    return torch.device(kind, 0)
+    except (AttributeError, RuntimeError):  # torch before 2.6, or a backend that cannot say
+        return torch.device(kind, 0)
 
 
 def synchronize(device: torch.device | str | None = None) -> None:
