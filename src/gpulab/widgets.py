@@ -82,7 +82,11 @@ def checkbox(description: str, value: bool = False) -> w.Checkbox:
 
 
 def _is_out_of_memory(exc: BaseException) -> bool:
-    oom = getattr(__import__("torch"), "OutOfMemoryError", None)
+    import torch
+
+    # torch.OutOfMemoryError is raised by CUDA, MPS and XPU alike; older backends raise a
+    # RuntimeError whose message says it.
+    oom = getattr(torch, "OutOfMemoryError", None)
     return (oom is not None and isinstance(exc, oom)) or "out of memory" in str(exc).lower()
 
 
