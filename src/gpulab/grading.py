@@ -318,7 +318,8 @@ def _grade_exercise(solution: dict, exercise: str, answer_source: str, timeout: 
     folder = workdir / exercise
     (folder / "runtime").mkdir(parents=True)
     notebook_path = folder / "graded.ipynb"
-    course.write_notebook(_run_notebook(solution, exercise, answer_source), notebook_path)
+    notebook = _run_notebook(solution, exercise, answer_source)
+    course.write_notebook(notebook, notebook_path)
     (folder / "pytest.ini").write_text("[pytest]\n")
     results = folder / "results.json"
     env = dict(os.environ, GPULAB_GRADE_RESULTS=str(results), JUPYTER_RUNTIME_DIR=str(folder / "runtime"),
@@ -327,7 +328,7 @@ def _grade_exercise(solution: dict, exercise: str, answer_source: str, timeout: 
     command = [sys.executable, "-m", "pytest", "-q", "-c", str(folder / "pytest.ini"), "--rootdir", str(folder),
                "-p", "no:cacheprovider", "-p", "gpulab._nbval_report", "--nbval-lax", "--nbval-current-env",
                f"--nbval-cell-timeout={timeout:g}", str(notebook_path)]
-    cells = len(_run_notebook(solution, exercise, answer_source)["cells"])
+    cells = len(notebook["cells"])
     process = subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                start_new_session=True)
     try:
