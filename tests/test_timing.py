@@ -11,11 +11,24 @@ from gpulab.timing import Timing, crossover, format_seconds, time_fn
 from conftest import requires_cuda
 
 
-def test_times_a_known_sleep_within_a_few_percent():
-    result = time_fn(lambda: time.sleep(0.02), device="cpu", mode="wall", min_samples=5, budget_s=0.2)
+def _spin(seconds):
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def test_times_a_known_busy_wait_within_a_few_percent():
+    # A busy wait lasts what it says, unlike time.sleep, whose overshoot is up to the OS
+    # (a loaded CI machine once woke 2.7 ms late from a 20 ms sleep).
+    result = time_fn(lambda: _spin(0.02), device="cpu", mode="wall", min_samples=5, budget_s=0.2)
     assert result.median_s == pytest.approx(0.02, rel=0.05)
     assert result.num_samples >= 5
     assert result.calls_per_sample == 1
+
+
+def test_a_sleep_is_never_timed_shorter_than_it_sleeps():
+    result = time_fn(lambda: time.sleep(0.02), device="cpu", mode="wall", min_samples=5, budget_s=0.2)
+    assert 0.02 <= result.median_s < 0.05
 
 
 def test_agrees_with_torch_utils_benchmark_on_a_cpu_matmul():
