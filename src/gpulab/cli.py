@@ -64,6 +64,45 @@ def _grade(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench(args: argparse.Namespace) -> int:
+    import shlex
+
+    from tqdm.auto import tqdm
+
+    from . import bench
+
+    try:
+        lessons = bench.find_lessons(Path(args.root), args.lesson or ())
+    except bench.BenchError as exc:
+        print(f"gpulab bench: {exc}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    command = "gpulab bench " + " ".join(shlex.quote(a) for a in args.argv)
+    failed = 0
+    written: list[bench.Recorded] = []
+    for path in lessons:
+        with tqdm(total=1, desc=path.stem, unit="cell", leave=True, file=sys.stderr) as bar:
+            def progress(done: int, total: int, _lesson: str) -> None:
+                bar.total = total
+                bar.update(done - bar.n)
+
+            try:
+                recorded = bench.run_lesson(path, out, command=command, progress=progress)
+            except bench.BenchError as exc:
+                bar.close()
+                print(f"gpulab bench: {exc}", file=sys.stderr)
+                failed += 1
+                continue
+        written += recorded
+        for item in recorded:
+            line = f"  {item.name}: {item.elapsed_s:.1f} s → {item.json_path}"
+            if item.png_path is not None:
+                line += f", {item.png_path.name}"
+            print(line + (f"\n    {item.summary}" if item.summary else ""))
+    print(f"{len(written)} experiment(s) recorded in {out}" + (f"; {failed} lesson(s) failed" if failed else ""))
+    return 1 if failed else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpulab", description="Helpers for the gpulab course.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -81,6 +120,18 @@ def build_parser() -> argparse.ArgumentParser:
     assign.add_argument("--check", action="store_true", help="only report exercise notebooks that are out of date")
     assign.set_defaults(handler=_assign)
 
+    bench = commands.add_parser(
+        "bench", help="run the lessons' experiments headless at their defaults; write JSON and PNG plots",
+        description="Run every lesson's experiment panels with their default settings, as the notebook "
+                    "would, and write NAME.json (the record gpulab.reference reads) and NAME.png for each. "
+                    "On a GPU machine, copy the JSON files into src/gpulab/reference_results/ to ship them "
+                    "as the reference readers see.")
+    bench.add_argument("out", help="folder to write the results into (created if needed)")
+    bench.add_argument("--lesson", action="append", metavar="N",
+                       help="only this lesson, by number (02) or name (02_copying); repeat for several")
+    bench.add_argument("--root", default=".", help="the course checkout (default: current directory)")
+    bench.set_defaults(handler=_bench)
+
     grade = commands.add_parser("grade", help="grade a submitted exercise notebook")
     grade.add_argument("submission", help="the student's .ipynb")
     grade.add_argument("--json", metavar="FILE", help="also write the scores as JSON")
@@ -92,7 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
+    args.argv = argv[1:]
     return args.handler(args)
 
 

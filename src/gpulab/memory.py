@@ -7,7 +7,7 @@ import os
 
 import torch
 
-__all__ = ["free_bytes", "largest_square_n"]
+__all__ = ["free_bytes", "largest_buffer", "largest_square_n"]
 
 
 def _host_available_bytes() -> int:
@@ -61,3 +61,12 @@ def largest_square_n(
     budget = free_bytes(device) * fraction
     element_size = torch.empty((), dtype=dtype).element_size()
     return int(math.isqrt(int(budget // (matrices * element_size))))
+
+
+def largest_buffer(device: torch.device | str, *, buffers: int = 1, fraction: float = 0.5) -> int:
+    """The most bytes each of ``buffers`` equal tensors on ``device`` may take to fit in ``fraction`` of free memory."""
+    if not 0 < fraction <= 1:
+        raise ValueError(f"fraction must be in (0, 1], got {fraction}")
+    if buffers < 1:
+        raise ValueError(f"buffers must be at least 1, got {buffers}")
+    return int(free_bytes(device) * fraction) // buffers

@@ -6,10 +6,18 @@ import io
 import math
 from pathlib import Path
 
-__all__ = ["DEVICE_COLORS", "color_for", "log2_axis", "log_axis", "mark_x", "new_figure", "note", "save", "to_png"]
+__all__ = ["DEVICE_COLORS", "bytes_axis", "color_for", "format_bytes", "log2_axis", "log_axis", "mark_x", "new_figure", "note", "save", "to_png"]
 
 # One colour per device type, the same in every lesson; the reference GPU is drawn dashed.
 DEVICE_COLORS = {"cpu": "#4c72b0", "cuda": "#55a868", "mps": "#c44e52", "xpu": "#8172b2", "reference": "#7f7f7f"}
+
+
+def format_bytes(n: float) -> str:
+    """``4096`` → ``"4 KiB"``, ``3 * 2**30`` → ``"3 GiB"``: binary units, as memory is sized."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n) >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n:.0f} B"
 
 
 def color_for(device: str) -> str:
@@ -57,6 +65,17 @@ def log_axis(ax, axis: str = "x", base: int = 10) -> None:
 def log2_axis(ax, axis: str = "x") -> None:
     """Log base-2 scale with plain integer tick labels: the natural axis for sizes that double."""
     log_axis(ax, axis, base=2)
+
+
+def bytes_axis(ax, axis: str = "x") -> None:
+    """Log base-2 scale labelled in bytes at every 16×: 4 KiB, 64 KiB, 1 MiB, 16 MiB, 256 MiB, 4 GiB."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+    log_axis(ax, axis, base=2)
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    target.set_major_locator(FixedLocator([2**k for k in range(2, 50, 4)]))
+    target.set_major_formatter(FuncFormatter(lambda value, _pos: format_bytes(value)))
+    target.set_minor_formatter(NullFormatter())
 
 
 def note(ax, text: str) -> None:

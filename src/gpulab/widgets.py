@@ -27,7 +27,7 @@ import ipywidgets as w
 
 from . import plots
 
-__all__ = ["Panel", "checkbox", "dropdown", "int_slider", "log2_slider", "powers_of_two"]
+__all__ = ["Panel", "bytes_slider", "checkbox", "dropdown", "int_slider", "log2_slider", "powers_of_two"]
 
 _STYLE = {"description_width": "initial"}
 
@@ -56,6 +56,22 @@ def log2_slider(description: str, low: int, high: int, value: int, cap: int | No
     return w.SelectionSlider(
         description=description, options=options, value=value, style=_STYLE,
         layout=w.Layout(width="420px"), continuous_update=False,
+    )
+
+
+def bytes_slider(description: str, low: int, high: int, value: int, cap: int | None = None) -> w.SelectionSlider:
+    """A slider over sizes in bytes (powers of two from ``low`` to ``high``) labelled 4 KiB … 1 GiB.
+
+    Its value is the number of bytes; ``cap`` (bytes that fit, see :mod:`gpulab.memory`)
+    limits the largest choice, and lowers the default when it lies beyond.
+    """
+    if cap is not None:
+        high = max(low, min(high, cap))
+    sizes = powers_of_two(low, high)
+    value = max(v for v in sizes if v <= max(value, sizes[0]))
+    return w.SelectionSlider(
+        description=description, options=[(plots.format_bytes(v), v) for v in sizes], value=value,
+        style=_STYLE, layout=w.Layout(width="420px"), continuous_update=False,
     )
 
 
@@ -107,6 +123,8 @@ class Panel:
       controls' values by name; ``progress(done, total)`` moves the bar. It returns a result.
     - ``plot(result, figure)`` draws the result on a matplotlib ``Figure``.
     - ``summary(result)`` returns one line for the status (optional).
+    - ``name`` names the experiment, e.g. ``"02_bandwidth"``: ``gpulab bench`` records the
+      panel's default run under it, and :func:`gpulab.reference.load` finds it by it.
 
     After a run, ``result`` holds the last result (or None) and ``error`` the last
     exception (or None). ``run()`` runs from code, as the button does.
@@ -120,16 +138,19 @@ class Panel:
         plot: Callable[[Any, Any], None] | None = None,
         summary: Callable[[Any], str] | None = None,
         title: str = "",
+        name: str | None = None,
         figsize: tuple[float, float] = (9.0, 3.6),
     ):
         self.experiment = experiment
         self.controls = dict(controls)
         self.plot = plot
         self.summary = summary
+        self.name = name
         self.figsize = figsize
         self.result: Any = None
         self.error: BaseException | None = None
         self.runs = 0
+        self.elapsed_s: float | None = None
         self._running = False
         self._shown = False
 
@@ -210,7 +231,7 @@ class Panel:
         self.result, self.error = result, None
         self.progress.bar_style = "success"
         self._report_progress(1, 1)
-        elapsed = time.perf_counter() - start
+        elapsed = self.elapsed_s = time.perf_counter() - start
         self._set_status(f"✓ done in {elapsed:.1f} s" + (f" · {line}" if line else ""), "#1e7b34")
         return result
 

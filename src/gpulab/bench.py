@@ -1,0 +1,201 @@
+"""``gpulab bench``: run the lessons' experiments headless and record what they measured.
+
+A lesson names each of its experiment panels (``Panel(..., name="02_bandwidth")``). The bench
+executes the lesson notebook's code cells in order, in an IPython shell of its own, as a
+reader's kernel would: every panel runs once with its default settings when its cell
+displays it. For each named panel that ran it then writes
+
+- ``NAME.json``: a record in :mod:`gpulab.reference`'s format (the device, torch's version,
+  the date, the command, the settings and the panel's result), and
+- ``NAME.png``: the panel's plot.
+
+The experiment code is therefore the lesson's own, never a second copy. Records made on a
+GPU and copied into ``src/gpulab/reference_results/`` ship with the package and are shown to
+readers beside their own results.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import gc
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+__all__ = ["BenchError", "Recorded", "find_lessons", "record_of", "run_lesson"]
+
+
+class BenchError(Exception):
+    """A lesson could not be run to the end; the message says which cell failed and why."""
+
+
+@dataclasses.dataclass
+class Recorded:
+    """What the bench wrote for one panel."""
+
+    name: str
+    lesson: str
+    json_path: Path
+    png_path: Path | None
+    elapsed_s: float
+    summary: str
+
+
+def find_lessons(root: Path, selected: Iterable[str] = ()) -> list[Path]:
+    """The lesson notebooks under ``root/notebooks``, or those whose number or name is in ``selected``."""
+    folder = Path(root) / "notebooks"
+    if not folder.is_dir():
+        raise BenchError(f"no notebooks/ folder in {Path(root).resolve()}: run gpulab bench from the course checkout, or pass --root")
+    lessons = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
+    selected = list(selected)
+    if not selected:
+        return lessons
+    chosen = [p for p in lessons if p.stem in selected or p.stem[:2] in selected]
+    unknown = [s for s in selected if not any(p.stem == s or p.stem[:2] == s for p in lessons)]
+    if unknown:
+        names = ", ".join(p.stem for p in lessons) or "none"
+        raise BenchError(f"no lesson {', '.join(unknown)} (there are: {names})")
+    return chosen
+
+
+def _jsonable(value: Any, where: str) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v, f"{where}[{k!r}]") for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value
+    try:  # numpy and torch scalars
+        import numbers
+
+        if isinstance(value, numbers.Number):
+            return value.item() if hasattr(value, "item") else float(value)
+        if hasattr(value, "item") and getattr(value, "numel", lambda: 0)() == 1:
+            return value.item()
+    except (TypeError, ValueError):
+        pass
+    raise BenchError(f"{where} is a {type(value).__name__}, which a JSON record cannot hold: "
+                     "return plain numbers, strings, lists and dicts from the experiment")
+
+
+def record_of(panel, lesson: str, command: str) -> dict[str, Any]:
+    """The JSON record of a panel's last run (see :func:`gpulab.reference.load`)."""
+    import torch
+
+    from . import __version__, devices
+
+    infos = devices.describe()
+    best = str(devices.best_device())
+    device = next((info for info in infos if info.device == best), infos[-1])
+    return {
+        "name": panel.name,
+        "lesson": lesson,
+        "device": dataclasses.asdict(device),
+        "devices": [dataclasses.asdict(info) for info in infos],
+        "torch": torch.__version__,
+        "gpulab": __version__,
+        "recorded": datetime.date.today().isoformat(),
+        "command": command,
+        "settings": _jsonable(panel.values, "settings"),
+        "elapsed_s": panel.elapsed_s,
+        "result": _jsonable(panel.result, f"{panel.name}'s result"),
+    }
+
+
+def _code_cells(path: Path) -> list[str]:
+    from . import course
+
+    notebook = course.read_notebook(path)
+    cells = []
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "code":
+            source = cell["source"]
+            cells.append("".join(source) if isinstance(source, list) else source)
+    return cells
+
+
+def _release_memory() -> None:
+    gc.collect()
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    except ImportError:  # pragma: no cover - torch is a dependency
+        pass
+
+
+def run_lesson(
+    path: Path,
+    out: Path,
+    *,
+    command: str = "gpulab bench",
+    progress: Callable[[int, int, str], None] | None = None,
+) -> list[Recorded]:
+    """Run one lesson notebook's code cells and record each named panel into ``out``.
+
+    ``progress(done, total, text)`` is called after every cell. Raises :class:`BenchError`
+    when a cell fails, when a panel's run fails, or when two panels share a name.
+    """
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    from . import plots
+    from .widgets import Panel
+
+    path, out = Path(path), Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    cells = _code_cells(path)
+    shell = InteractiveShell.instance()
+    shell.reset(new_session=False)
+    recorded: list[Recorded] = []
+    seen: set[int] = set()
+    here = os.getcwd()
+    try:
+        with tempfile.TemporaryDirectory(prefix="gpulab-bench-") as scratch:
+            os.chdir(scratch)  # files a lesson writes land here, not in the checkout
+            for number, source in enumerate(cells, start=1):
+                with capture_output() as captured:
+                    result = shell.run_cell(source, store_history=False)
+                if not result.success:
+                    error = result.error_in_exec or result.error_before_exec
+                    detail = f"{type(error).__name__}: {error}" if error is not None else "it failed"
+                    tail = captured.stdout[-2000:].strip()
+                    raise BenchError(f"{path.name}, code cell {number}: {detail}" + (f"\n{tail}" if tail else ""))
+                for value in list(shell.user_ns.values()):
+                    if not isinstance(value, Panel) or id(value) in seen or value.runs == 0:
+                        continue
+                    seen.add(id(value))
+                    if value.name is None:
+                        continue
+                    if value.error is not None:
+                        raise BenchError(f"{path.name}: panel {value.name!r} failed: "
+                                         f"{type(value.error).__name__}: {value.error}")
+                    if any(r.name == value.name for r in recorded):
+                        raise BenchError(f"{path.name}: two panels are named {value.name!r}")
+                    recorded.append(_write(value, path.stem, out, command, plots))
+                if progress is not None:
+                    progress(number, len(cells), path.stem)
+    finally:
+        os.chdir(here)
+        shell.reset(new_session=False)
+        _release_memory()
+    return recorded
+
+
+def _write(panel, lesson: str, out: Path, command: str, plots) -> Recorded:
+    record = record_of(panel, lesson, command)
+    json_path = out / f"{panel.name}.json"
+    json_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    png_path = None
+    if panel.plot is not None:
+        figure = plots.new_figure(panel.figsize)
+        panel.plot(panel.result, figure)
+        png_path = plots.save(figure, out / f"{panel.name}.png")
+    summary = panel.summary(panel.result) if panel.summary is not None else ""
+    return Recorded(panel.name, lesson, json_path, png_path, panel.elapsed_s or 0.0, summary)
