@@ -290,16 +290,20 @@ def test_a_missing_file_exits_2(tmp_path):
     assert done.returncode == 2 and "no such file" in done.stderr
 
 
-# ------------------------------------------------------------------ the real lesson 01
+# ------------------------------------------------------------------ the real lessons
 
 
-@pytest.mark.parametrize("folder, expected", [("solutions", "full"), ("exercises", "zero")])
-def test_lesson_notebooks_score_as_expected(folder, expected, tmp_path, monkeypatch):
+LESSON_NOTEBOOKS = [(folder, path.name) for folder in ("solutions", "exercises")
+                    for path in sorted((ROOT / folder).glob("*.ipynb"))]
+
+
+@pytest.mark.parametrize("folder, name", LESSON_NOTEBOOKS)
+def test_lesson_notebooks_score_as_expected(folder, name, tmp_path, monkeypatch):
+    # Solutions must score full marks and untouched exercises zero.
     monkeypatch.delenv("GPULAB_SOLUTIONS", raising=False)
-    for notebook in sorted((ROOT / folder).glob("*.ipynb")):
-        output = tmp_path / f"{notebook.stem}.json"
-        done = run_grade(notebook, "--json", str(output), cwd=tmp_path, timeout="60")
-        assert done.returncode == 0, done.stderr
-        report = json.loads(output.read_text())
-        wanted = report["max"] if expected == "full" else 0
-        assert report["total"] == wanted, done.stdout
+    output = tmp_path / "report.json"
+    done = run_grade(ROOT / folder / name, "--json", str(output), cwd=tmp_path, timeout="60")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(output.read_text())
+    wanted = report["max"] if folder == "solutions" else 0
+    assert report["total"] == wanted, done.stdout

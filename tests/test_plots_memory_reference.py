@@ -22,6 +22,24 @@ def test_figures_render_to_png_and_save(tmp_path):
     assert "128" in labels  # plain numbers, not 2^7
 
 
+def test_bytes_read_in_binary_units():
+    assert plots.format_bytes(512) == "512 B"
+    assert plots.format_bytes(4096) == "4 KiB"
+    assert plots.format_bytes(64 * 2**20) == "64 MiB"
+    assert plots.format_bytes(3 * 2**30) == "3 GiB"
+
+
+def test_a_bytes_axis_is_labelled_in_binary_units():
+    figure = plots.new_figure((4, 3))
+    ax = figure.subplots()
+    ax.plot([4096, 2**20, 2**30], [1, 10, 20])
+    plots.bytes_axis(ax)
+    figure.canvas.draw()
+    labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert ax.get_xscale() == "log"
+    assert {"16 KiB", "4 MiB", "1 GiB"} <= set(labels), labels
+
+
 def test_each_device_type_has_its_colour():
     assert plots.color_for("cuda:1") == plots.DEVICE_COLORS["cuda"]
     assert plots.color_for(torch.device("cpu")) == plots.DEVICE_COLORS["cpu"]
@@ -41,6 +59,16 @@ def test_largest_square_n_fits_the_budget(monkeypatch):
     assert memory.largest_square_n("cpu", matrices=3, dtype=torch.bfloat16, fraction=0.5) == 1414
     with pytest.raises(ValueError):
         memory.largest_square_n("cpu", fraction=0)
+
+
+def test_largest_buffer_splits_the_budget(monkeypatch):
+    monkeypatch.setattr(memory, "free_bytes", lambda device: 8 * 2**30)
+    assert memory.largest_buffer("cpu") == 4 * 2**30
+    assert memory.largest_buffer("cpu", buffers=4, fraction=1.0) == 2 * 2**30
+    with pytest.raises(ValueError):
+        memory.largest_buffer("cpu", buffers=0)
+    with pytest.raises(ValueError):
+        memory.largest_buffer("cpu", fraction=0)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU; this machine has none")
@@ -71,7 +99,15 @@ def test_a_recorded_reference_is_loaded_and_described(monkeypatch, tmp_path):
         reference.load("broken")
 
 
-def test_shipped_references_are_well_formed():
+def test_a_record_that_is_not_an_object_or_names_no_device_is_refused():
+    with pytest.raises(ValueError, match="not a JSON object"):
+        reference.validate([1, 2], "list")
+    with pytest.raises(ValueError, match="with its name"):
+        reference.validate({"device": "H200", "torch": "2.11", "recorded": "x", "command": "c", "result": {}}, "bare")
+
+
+def test_shipped_references_are_well_formed_and_come_from_an_accelerator():
     for name in reference.names():
         record = reference.load(name)
         assert record["device"].get("name"), name
+        assert record["device"].get("type") != "cpu", f"{name}: a shipped reference must come from a GPU"

@@ -129,6 +129,13 @@ def test_log2_slider_is_capped_to_what_the_device_holds():
     assert uncapped.options[-1] == 8192 and uncapped.value == 1024
 
 
+def test_bytes_slider_is_labelled_and_capped():
+    slider = widgets.bytes_slider("size", 4096, 2**30, 64 * 2**20, cap=20 * 2**20)
+    assert slider.options[0] == ("4 KiB", 4096) and slider.options[-1] == ("16 MiB", 16 * 2**20)
+    assert slider.value == 16 * 2**20           # the default lowered to what fits
+    assert widgets.bytes_slider("size", 4096, 2**30, 64 * 2**20).value == 64 * 2**20
+
+
 def test_int_slider_is_capped():
     slider = widgets.int_slider("batch", 1, 512, 300, cap=256)
     assert slider.max == 256 and slider.value == 256

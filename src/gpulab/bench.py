@@ -79,7 +79,7 @@ def _jsonable(value: Any, where: str) -> Any:
             return value.item()
     except (TypeError, ValueError):
         pass
-    raise BenchError(f"{where} is a {type(value).__name__}, which a JSON record cannot hold: "
+    raise BenchError(f"{where} holds a {type(value).__name__}, which a JSON record cannot: "
                      "return plain numbers, strings, lists and dicts from the experiment")
 
 

@@ -68,7 +68,7 @@ def log2_axis(ax, axis: str = "x") -> None:
 
 
 def bytes_axis(ax, axis: str = "x") -> None:
-    """Log base-2 scale labelled in bytes at every 16×: 4 KiB, 64 KiB, 1 MiB, 16 MiB, 256 MiB, 4 GiB."""
+    """Log base-2 scale labelled in bytes at every 16×: 1 KiB, 16 KiB, 256 KiB, 4 MiB, 64 MiB, 1 GiB."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
     log_axis(ax, axis, base=2)

@@ -12,9 +12,12 @@ import json
 from importlib import resources
 from typing import Any
 
-__all__ = ["NOT_RECORDED", "describe", "load", "names"]
+__all__ = ["NOT_RECORDED", "REQUIRED", "describe", "load", "names", "validate"]
 
 NOT_RECORDED = "no GPU reference recorded yet"
+
+# What every record holds; ``gpulab bench`` writes these and more.
+REQUIRED = ("device", "torch", "recorded", "command", "result")
 
 
 def _folder():
@@ -35,10 +38,18 @@ def load(name: str) -> dict[str, Any] | None:
     path = _folder().joinpath(f"{name}.json")
     if not path.is_file():
         return None
-    record = json.loads(path.read_text(encoding="utf-8"))
-    missing = {"device", "torch", "recorded", "command", "result"} - record.keys()
+    return validate(json.loads(path.read_text(encoding="utf-8")), name)
+
+
+def validate(record: Any, name: str) -> dict[str, Any]:
+    """``record`` itself if it is a well-formed reference record; ValueError saying what is wrong otherwise."""
+    if not isinstance(record, dict):
+        raise ValueError(f"reference {name!r} is not a JSON object")
+    missing = [key for key in REQUIRED if key not in record]
     if missing:
-        raise ValueError(f"reference {name!r} lacks {sorted(missing)}")
+        raise ValueError(f"reference {name!r} lacks {missing}")
+    if not isinstance(record["device"], dict) or "name" not in record["device"]:
+        raise ValueError(f"reference {name!r}: 'device' must describe the device, with its name")
     return record
 
 
