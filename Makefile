@@ -37,7 +37,7 @@ test: $(VENV)/.installed $(VENV_COLAB)/.installed
 	$(MAKE) --no-print-directory test-colab
 
 test-colab: $(VENV_COLAB)/.installed
-	$(VENV_COLAB)/bin/python -m pytest tests/test_widgets.py tests/test_quiz.py notebooks/01_devices.ipynb
+	$(VENV_COLAB)/bin/python -m pytest tests/test_widgets.py tests/test_quiz.py notebooks
 
 clean:
 	rm -rf $(VENV) $(VENV_COLAB) build src/*.egg-info
