@@ -108,6 +108,17 @@ def test_lessons_run_in_a_clean_namespace(tmp_path):
     bench.run_lesson(second, tmp_path / "out")
 
 
+def test_the_bench_never_borrows_a_running_shell(tmp_path, monkeypatch):
+    # Inside a Jupyter kernel, resetting the shell would wipe the reader's variables.
+    from IPython.core.interactiveshell import InteractiveShell
+
+    lesson = write_lesson(tmp_path, "98_fake", SETUP, "x = 1")
+    monkeypatch.setattr(bench, "_SHELL", None)
+    monkeypatch.setattr(InteractiveShell, "initialized", classmethod(lambda cls: True))
+    with pytest.raises(bench.BenchError, match="cannot run inside one that is already running"):
+        bench.run_lesson(lesson, tmp_path / "out")
+
+
 def test_lessons_are_chosen_by_number_or_name(tmp_path):
     write_lesson(tmp_path, "97_first", SETUP)
     write_lesson(tmp_path, "98_second", SETUP)

@@ -130,6 +130,21 @@ def _release_memory() -> None:
         pass
 
 
+_SHELL = None
+
+
+def _own_shell(InteractiveShell):
+    # The bench resets its shell's namespace between lessons, so it must never borrow the shell
+    # of a running Jupyter kernel: that would wipe the reader's variables.
+    global _SHELL
+    if InteractiveShell.initialized() and InteractiveShell.instance() is not _SHELL:
+        raise BenchError("the bench runs lessons in an IPython shell of its own and cannot run inside "
+                         "one that is already running: use `gpulab bench` in a terminal, or `!gpulab bench …` in a cell")
+    if _SHELL is None:
+        _SHELL = InteractiveShell.instance()
+    return _SHELL
+
+
 def run_lesson(
     path: Path,
     out: Path,
@@ -151,7 +166,7 @@ def run_lesson(
     path, out = Path(path), Path(out)
     out.mkdir(parents=True, exist_ok=True)
     cells = _code_cells(path)
-    shell = InteractiveShell.instance()
+    shell = _own_shell(InteractiveShell)
     shell.reset(new_session=False)
     recorded: list[Recorded] = []
     seen: set[int] = set()
