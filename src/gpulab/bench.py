@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import gc
 import json
 import os
 import tempfile
@@ -66,9 +65,7 @@ def _jsonable(value: Any, where: str) -> Any:
         return {str(k): _jsonable(v, f"{where}[{k!r}]") for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(v, f"{where}[{i}]") for i, v in enumerate(value)]
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    if isinstance(value, float):
+    if value is None or isinstance(value, (bool, int, float, str)):
         return value
     try:  # numpy and torch scalars
         import numbers
@@ -119,17 +116,6 @@ def _code_cells(path: Path) -> list[str]:
     return cells
 
 
-def _release_memory() -> None:
-    gc.collect()
-    try:
-        import torch
-
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-    except ImportError:  # pragma: no cover - torch is a dependency
-        pass
-
-
 _SHELL = None
 
 
@@ -161,7 +147,7 @@ def run_lesson(
     from IPython.utils.capture import capture_output
 
     from . import plots
-    from .widgets import Panel
+    from .widgets import Panel, _release_memory
 
     path, out = Path(path), Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -89,7 +89,6 @@ def _bench(args: argparse.Namespace) -> int:
             try:
                 recorded = bench.run_lesson(path, out, command=command, progress=progress)
             except bench.BenchError as exc:
-                bar.close()
                 print(f"gpulab bench: {exc}", file=sys.stderr)
                 failed += 1
                 continue
