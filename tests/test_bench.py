@@ -10,7 +10,7 @@ import pytest
 
 from gpulab import bench, cli, course, reference
 
-from conftest import ROOT
+from conftest import ROOT, code_cell, notebook
 
 SETUP = "import gpulab\n"
 
@@ -30,14 +30,10 @@ panel
 
 
 def write_lesson(root, stem, *sources):
-    cells = [{"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {}, "outputs": [],
-              "source": source} for i, source in enumerate(sources)]
-    cells.insert(0, {"cell_type": "markdown", "id": "title", "metadata": {}, "source": f"# {stem}"})
-    notebook = {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                             "language": "python"}},
-                "nbformat": 4, "nbformat_minor": 5}
+    cells = [{"cell_type": "markdown", "id": "title", "metadata": {}, "source": f"# {stem}"}]
+    cells += [dict(code_cell(source), id=f"c{i}") for i, source in enumerate(sources)]
     (root / "notebooks").mkdir(parents=True, exist_ok=True)
-    course.write_notebook(notebook, root / "notebooks" / f"{stem}.ipynb")
+    course.write_notebook(notebook(cells), root / "notebooks" / f"{stem}.ipynb")
     return root / "notebooks" / f"{stem}.ipynb"
 
 
@@ -158,7 +154,7 @@ def test_the_command_exits_2_without_notebooks(tmp_path):
 def lesson_sources():
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
         cells = course.read_notebook(path)["cells"]
-        yield path, "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+        yield path, "\n".join(course.cell_source(c) for c in cells if c["cell_type"] == "code")
 
 
 def test_every_lesson_panel_has_a_unique_name_and_shows_its_reference():

@@ -17,27 +17,26 @@ import pytest
 
 from gpulab import course, grading
 
-from conftest import ROOT
+from conftest import ROOT, code_cell, notebook
 
 TIMEOUT = "4"
 
 
-def code_cell(source, role=None):
-    return {"cell_type": "code", "execution_count": None, "metadata": {"gpulab": role} if role else {},
-            "outputs": [], "source": source}
+def role_cell(source, role=None):
+    return code_cell(source, {"gpulab": role} if role else None)
 
 
 def tiny_lesson():
     """Four exercises with one to two checks each; the answer region is marked as in the course."""
     def exercise(name, answer, checks):
-        cells = [code_cell(answer, {"answer": name})]
+        cells = [role_cell(answer, {"answer": name})]
         for number, (points, source) in enumerate(checks):
-            cells.append(code_cell(source, {"check": f"{name}-{number}", "exercise": name, "points": points}))
+            cells.append(role_cell(source, {"check": f"{name}-{number}", "exercise": name, "points": points}))
         return cells
 
     cells = [
         {"cell_type": "markdown", "metadata": {}, "source": "# tiny"},
-        code_cell("import math"),
+        role_cell("import math"),
         *exercise("add", "def add(a, b):\n    ### BEGIN SOLUTION\n    return a + b\n    ### END SOLUTION",
                   [(1, "assert add(1, 2) == 3, f'expected 3, got {add(1, 2)}'"),
                    (2, "assert add('a', 'b') == 'ab'\n### BEGIN HIDDEN TESTS\nassert add(2.5, 0.5) == 3.0\n### END HIDDEN TESTS")]),
@@ -48,9 +47,7 @@ def tiny_lesson():
         *exercise("const", "### BEGIN SOLUTION\nANSWER = 42\n### END SOLUTION",
                   [(1, "assert ANSWER == 42, f'expected 42, got {ANSWER}'")]),
     ]
-    return {"cells": cells, "metadata": {"gpulab": {"lesson": "01_devices"},
-                                         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-            "nbformat": 4, "nbformat_minor": 5}
+    return notebook(cells, gpulab={"lesson": "01_devices"})
 
 
 @pytest.fixture(scope="module")

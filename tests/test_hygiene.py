@@ -38,9 +38,9 @@ def test_notebook_starts_with_the_generated_header(path):
 @pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.name)
 def test_lesson_follows_the_skeleton(path):
     notebook = course.read_notebook(path)
-    text = "\n".join("".join(c["source"]) for c in notebook["cells"])
+    text = "\n".join(course.cell_source(c) for c in notebook["cells"])
     for heading in ("**In this lesson**", "## Summary", "## Check your understanding", "## Exercises"):
         assert heading in text, f"{path.name} lacks {heading!r}"
     assert "gpulab.widgets.Panel(" in text, f"{path.name} has no live experiment panel"
     assert "Quiz(" in text
-    assert sum("NBVAL_CHECK_OUTPUT" in "".join(c["source"]) for c in notebook["cells"]) >= 1
+    assert sum("NBVAL_CHECK_OUTPUT" in course.cell_source(c) for c in notebook["cells"]) >= 1

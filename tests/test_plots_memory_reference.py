@@ -5,6 +5,8 @@ import torch
 
 from gpulab import memory, plots, reference
 
+from conftest import requires_cuda
+
 
 def test_figures_render_to_png_and_save(tmp_path):
     figure = plots.new_figure((4, 3))
@@ -71,7 +73,7 @@ def test_largest_buffer_splits_the_budget(monkeypatch):
         memory.largest_buffer("cpu", fraction=0)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU; this machine has none")
+@requires_cuda
 def test_free_bytes_on_cuda_counts_the_allocators_cache():
     before = memory.free_bytes("cuda:0")
     block = torch.empty(256 * 2**20, dtype=torch.uint8, device="cuda:0")

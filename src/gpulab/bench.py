@@ -107,13 +107,7 @@ def record_of(panel, lesson: str, command: str) -> dict[str, Any]:
 def _code_cells(path: Path) -> list[str]:
     from . import course
 
-    notebook = course.read_notebook(path)
-    cells = []
-    for cell in notebook["cells"]:
-        if cell["cell_type"] == "code":
-            source = cell["source"]
-            cells.append("".join(source) if isinstance(source, list) else source)
-    return cells
+    return [course.cell_source(cell) for cell in course.read_notebook(path)["cells"] if cell["cell_type"] == "code"]
 
 
 _SHELL = None

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 __all__ = [
-    "BRANCH", "LESSONS", "REPOSITORY", "colab_url", "header_cells", "lesson_table",
+    "BRANCH", "LESSONS", "REPOSITORY", "cell_source", "colab_url", "header_cells", "lesson_table",
     "read_notebook", "sync_headers", "sync_readme", "write_notebook",
 ]
 
@@ -120,7 +120,8 @@ def _lines(source: str) -> list[str]:
     return source.splitlines(keepends=True)
 
 
-def _source(cell: dict) -> str:
+def cell_source(cell: dict) -> str:
+    """A cell's source as one string (notebooks store it as a string or as a list of lines)."""
     source = cell.get("source", "")
     return "".join(source) if isinstance(source, list) else source
 
@@ -130,8 +131,8 @@ def header_matches(notebook: dict, relative_path: str) -> bool:
     title, setup = header_cells(relative_path)
     return (
         len(cells) >= 2
-        and cells[0]["cell_type"] == "markdown" and _source(cells[0]) == title
-        and cells[1]["cell_type"] == "code" and _source(cells[1]) == setup
+        and cells[0]["cell_type"] == "markdown" and cell_source(cells[0]) == title
+        and cells[1]["cell_type"] == "code" and cell_source(cells[1]) == setup
     )
 
 
@@ -154,8 +155,8 @@ def sync_headers(root: Path, check: bool = False) -> list[str]:
             title, setup = header_cells(relative)
             cells = notebook.setdefault("cells", [])
             looks_like_header = (
-                len(cells) >= 2 and cells[0]["cell_type"] == "markdown" and _source(cells[0]).startswith("# ")
-                and cells[1]["cell_type"] == "code" and "google.colab" in _source(cells[1])
+                len(cells) >= 2 and cells[0]["cell_type"] == "markdown" and cell_source(cells[0]).startswith("# ")
+                and cells[1]["cell_type"] == "code" and "google.colab" in cell_source(cells[1])
             )
             if looks_like_header:
                 del cells[:2]

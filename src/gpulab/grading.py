@@ -50,11 +50,6 @@ class SubmissionError(Exception):
 # ---------------------------------------------------------------- notebook roles and text
 
 
-def _source(cell: dict) -> str:
-    source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else source
-
-
 def _role(cell: dict) -> dict:
     role = cell.get("metadata", {}).get("gpulab", {})
     return role if isinstance(role, dict) else {}
@@ -131,11 +126,11 @@ def make_exercise(solution: dict, relative_path: str) -> dict:
         if cell["cell_type"] == "code":
             cell["outputs"], cell["execution_count"] = [], None
             if answer_id(cell) is not None:
-                cell["source"] = course._lines(strip_solutions(_source(cell)))
+                cell["source"] = course._lines(strip_solutions(course.cell_source(cell)))
             elif check_role(cell) is not None:
-                cell["source"] = course._lines(strip_hidden_tests(_source(cell)))
-        elif BEGIN_SOLUTION in _source(cell):
-            cell["source"] = course._lines(strip_solutions(_source(cell)))
+                cell["source"] = course._lines(strip_hidden_tests(course.cell_source(cell)))
+        elif BEGIN_SOLUTION in course.cell_source(cell):
+            cell["source"] = course._lines(strip_solutions(course.cell_source(cell)))
     title, setup = course.header_cells(relative_path)
     notebook["cells"][0]["source"] = course._lines(title)
     notebook["cells"][1]["source"] = course._lines(setup)
@@ -354,7 +349,7 @@ def grade(submission_path: Path, *, timeout: float = 30.0, lesson: str | None = 
     for exercise, part in parts.items():
         found = [c for c in submission["cells"] if answer_id(c) == exercise]
         if found:
-            answers[exercise] = _source(found[0])
+            answers[exercise] = course.cell_source(found[0])
         else:
             notes.append(f"no answer cell for exercise {exercise!r} (deleted, or its metadata removed?)")
             answers[exercise] = "\n".join(STUB)
