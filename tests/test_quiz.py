@@ -1,6 +1,9 @@
 import pytest
 
-from gpulab.quiz import Question, Quiz
+from gpulab import course
+from gpulab.quiz import Question, Quiz, inline_code
+
+from conftest import ROOT
 
 
 def make_quiz():
@@ -34,7 +37,37 @@ def test_checking_without_an_answer_asks_for_one():
     assert "choose an answer" in quiz.feedback[0].value
 
 
-@pytest.mark.parametrize("choices, answer", [(["only one"], 0), (["a", "b"], 2), (["a", "a"], 0)])
+def test_choices_are_shown_in_a_stable_shuffled_order_and_checked_by_what_was_chosen():
+    question = Question("Pick the fruit", ["carrot", "apple", "leek", "onion"], 1, "An apple is a fruit.")
+    assert sorted(question.order) == [0, 1, 2, 3]
+    assert question.order == Question("Pick the fruit", ["carrot", "apple", "leek", "onion"], 1, "").order
+    quiz = Quiz([question])
+    shown = [label for label, _ in quiz.radios[0].options]
+    assert shown == [question.choices[i] for i in question.order]
+    assert shown.index("apple") == question.shown_answer
+    # Clicking the option shown at the right answer's place, as a reader would.
+    quiz.radios[0].index = question.shown_answer
+    assert quiz.check(0) is True
+    quiz.radios[0].index = (question.shown_answer + 1) % 4
+    assert quiz.check(0) is False
+
+
+def test_the_right_answer_moves_between_questions():
+    positions = {Question(f"question {k}", ["a", "b", "c"], 1, "").shown_answer for k in range(30)}
+    assert positions == {0, 1, 2}
+
+
+def test_inline_code_is_set_as_code_and_html_is_escaped():
+    assert inline_code("call `x.to('cpu')` on <b>") == "call <code>x.to(&#x27;cpu&#x27;)</code> on &lt;b&gt;"
+    quiz = Quiz([Question("What does `t.cpu()` return?", ["`t` itself", "a copy"], 1, "A copy: `t` stays.")])
+    assert "<code>t.cpu()</code>" in quiz.widget.children[1].children[0].value and "`" not in quiz.widget.children[1].children[0].value
+    assert [label for label, _ in quiz.radios[0].options if "itself" in label] == ["t itself"]
+    quiz.choose(0, 1)
+    quiz.check(0)
+    assert "<code>t</code>" in quiz.feedback[0].value
+
+
+@pytest.mark.parametrize("choices, answer", [(["only one"], 0), (["a", "b"], 2), (["a", "a"], 0), (["`a`", "a"], 0)])
 def test_malformed_questions_are_rejected(choices, answer):
     with pytest.raises(ValueError):
         Question("?", choices, answer, "")
@@ -43,3 +76,28 @@ def test_malformed_questions_are_rejected(choices, answer):
 def test_an_empty_quiz_is_rejected():
     with pytest.raises(ValueError):
         Quiz([])
+
+
+def lesson_quizzes():
+    """Every lesson's quiz, built by running its quiz cell."""
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in course.read_notebook(path)["cells"]:
+            source = course.cell_source(cell)
+            if cell["cell_type"] == "code" and "Quiz(" in source:
+                namespace: dict = {}
+                body, _, last = source.rpartition("\nQuiz(")
+                exec(body, namespace)
+                yield path.stem, eval("Quiz(" + last, namespace)
+
+
+def test_lesson_quizzes_spread_their_right_answers_over_the_positions():
+    quizzes = list(lesson_quizzes())
+    assert len(quizzes) == len(list((ROOT / "notebooks").glob("*.ipynb")))
+    questions = [q for _, quiz in quizzes for q in quiz.questions]
+    counts = {}
+    for question in questions:
+        counts[question.shown_answer] = counts.get(question.shown_answer, 0) + 1
+    assert max(counts.values()) <= 0.5 * len(questions), f"right answers shown at positions {counts}"
+    for stem, quiz in quizzes:
+        positions = [q.shown_answer for q in quiz.questions]
+        assert len(set(positions)) > 1, f"{stem}: every right answer is shown at position {positions[0]}"

@@ -2,17 +2,39 @@
 
 Each question shows its choices as radio buttons and a Check button; checking says right or
 wrong and explains why. Nothing is graded or stored: it is for the reader.
+
+Questions are written with the right choice anywhere; the quiz shows the choices in an order
+of its own, shuffled by a fixed seed drawn from the prompt, so the right answer's position
+tells the reader nothing and the same question looks the same every time. In prompts and
+explanations, text between backticks is shown as code.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import html
+import random
+import re
 from typing import Sequence
 
 import ipywidgets as w
 
-__all__ = ["Question", "Quiz"]
+__all__ = ["Question", "Quiz", "inline_code"]
+
+_CODE = re.compile(r"`([^`]+)`")
+
+
+def inline_code(text: str) -> str:
+    """``text`` as HTML, with each `span in backticks` set as ``<code>``."""
+    parts = _CODE.split(text)
+    # split() alternates: plain text at even positions, code at odd ones.
+    return "".join(f"<code>{html.escape(part)}</code>" if i % 2 else html.escape(part) for i, part in enumerate(parts))
+
+
+def _plain(text: str) -> str:
+    """Radio-button labels cannot hold markup: drop the backticks, keep the code."""
+    return _CODE.sub(r"\1", text)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,10 +49,23 @@ class Question:
     def __post_init__(self):
         if len(self.choices) < 2:
             raise ValueError(f"a question needs at least two choices: {self.prompt!r}")
-        if len(set(self.choices)) != len(self.choices):
+        if len({_plain(c) for c in self.choices}) != len(self.choices):
             raise ValueError(f"choices must differ: {self.prompt!r}")
         if not 0 <= self.answer < len(self.choices):
             raise ValueError(f"answer {self.answer} is not one of the {len(self.choices)} choices: {self.prompt!r}")
+
+    @property
+    def order(self) -> list[int]:
+        """The choices' indices in the order they are shown: a shuffle seeded by the prompt."""
+        seed = int.from_bytes(hashlib.sha256(self.prompt.encode("utf-8")).digest()[:8], "big")
+        order = list(range(len(self.choices)))
+        random.Random(seed).shuffle(order)
+        return order
+
+    @property
+    def shown_answer(self) -> int:
+        """Where the right choice appears on screen (counted from 0)."""
+        return self.order.index(self.answer)
 
 
 class Quiz:
@@ -44,21 +79,23 @@ class Quiz:
         self.correct: list[bool | None] = [None] * len(self.questions)
         boxes = [w.HTML(value=f"<h4>{html.escape(title)}</h4>")]
         for number, question in enumerate(self.questions):
-            radio = w.RadioButtons(options=list(question.choices), value=None, layout=w.Layout(width="auto"))
+            # Each option's value is the choice's index as written, whatever its place on screen.
+            options = [(_plain(question.choices[i]), i) for i in question.order]
+            radio = w.RadioButtons(options=options, value=None, layout=w.Layout(width="auto"))
             button = w.Button(description="Check", layout=w.Layout(width="90px"))
             feedback = w.HTML(value="")
             button.on_click(lambda _button, number=number: self.check(number))
             self.radios.append(radio)
             self.buttons.append(button)
             self.feedback.append(feedback)
-            prompt = w.HTML(value=f"<b>{number + 1}.</b> {html.escape(question.prompt)}")
+            prompt = w.HTML(value=f"<b>{number + 1}.</b> {inline_code(question.prompt)}")
             boxes.append(w.VBox([prompt, radio, w.HBox([button, feedback])]))
         self.score_line = w.HTML(value="")
         self.widget = w.VBox(boxes + [self.score_line])
 
     def choose(self, number: int, choice: int) -> None:
-        """Select choice ``choice`` of question ``number`` (both counted from 0)."""
-        self.radios[number].value = self.questions[number].choices[choice]
+        """Select choice ``choice`` (its index as written in the Question) of question ``number``."""
+        self.radios[number].value = choice
 
     def check(self, number: int) -> bool | None:
         """Check question ``number``; return whether it is right (None when nothing is chosen)."""
@@ -67,11 +104,11 @@ class Quiz:
             self.feedback[number].value = "<i>choose an answer first</i>"
             self.correct[number] = None
             return None
-        right = radio.value == question.choices[question.answer]
+        right = radio.value == question.answer
         self.correct[number] = right
         verdict = "<span style='color:#1e7b34'>✓ right.</span>" if right else (
             "<span style='color:#c0392b'>✗ not quite.</span>")
-        self.feedback[number].value = f"{verdict} {html.escape(question.explanation)}"
+        self.feedback[number].value = f"{verdict} {inline_code(question.explanation)}"
         answered = [c for c in self.correct if c is not None]
         self.score_line.value = f"{sum(answered)} of {len(self.questions)} right so far"
         return right
