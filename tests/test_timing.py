@@ -127,3 +127,31 @@ def test_cuda_events_time_gpu_work_that_a_stopwatch_misses():
     assert result.median_s == pytest.approx(wall.median_s, rel=0.5)
     reference = benchmark.Timer("a @ a", globals={"a": a}).blocked_autorange(min_run_time=0.5)
     assert result.median_s == pytest.approx(reference.median, rel=0.35)
+
+
+@pytest.mark.parametrize("call_s", [1e-6, 3e-4, 0.01, 0.2, 2.0])
+def test_expected_seconds_follows_the_plan_time_fn_makes(monkeypatch, call_s):
+    # time_fn is driven with a fake clock in which every call takes call_s; the calls it
+    # makes, warm-up included, must be the ones expected_seconds charges for.
+    made = []
+
+    def fake_sample(fn, calls, device):
+        made.append(calls)
+        return call_s
+
+    monkeypatch.setattr(timing, "_wall_sample", fake_sample)
+    warmups = []
+    time_fn(lambda: warmups.append(1), device="cpu", mode="wall", budget_s=0.1, warmup=3)
+    assert timing.expected_seconds(call_s, budget_s=0.1, warmup=3) == pytest.approx(call_s * (len(warmups) + sum(made)))
+
+
+def test_expected_seconds_grows_with_the_call_and_a_quick_call_costs_the_budget():
+    assert timing.expected_seconds(1e-6, budget_s=0.1) == pytest.approx(0.1, rel=0.05)
+    assert timing.expected_seconds(1.0) == pytest.approx(8.0)       # 2 warm-up + 1 sizing + 5 samples
+    assert timing.expected_seconds(2.0) > timing.expected_seconds(1.0)
+
+
+def test_calibration_rates_are_measured_once_and_remembered():
+    first = timing.matmul_gflops("cpu", "float32", n=64)
+    assert first > 0 and timing.matmul_gflops("cpu", torch.float32, n=64) == first
+    assert timing.copy_gbps("cpu", "cpu", nbytes=2**16) > 0

@@ -148,6 +148,47 @@ def test_powers_of_two():
         widgets.powers_of_two(0, 4)
 
 
+@pytest.mark.parametrize("high", [1024, 2048, 4096])
+def test_every_other_power_of_two_always_ends_at_the_chosen_one(high):
+    values = widgets.powers_of_two(1, high, every=2)
+    assert values[-1] == high and all(b == 4 * a for a, b in zip(values, values[1:]))
+    assert widgets.powers_of_two(4, 4, every=3) == [4]
+
+
+def capped_panel(limit_s=15.0):
+    # A run "takes" max_n × scale seconds.
+    return make_panel(estimate_s=lambda max_n, scale: max_n * scale, limit_s=limit_s)
+
+
+def test_sliders_offer_only_what_finishes_within_the_limit():
+    panel = capped_panel()
+    assert list(panel.controls["max_n"].options) == [2, 4, 8]       # 16 would take 16 s
+    assert panel.hidden["max_n"] == [16, 32, 64]
+    assert "largest n above 8 hidden" in panel.hint.value and "15 s" in panel.hint.value
+
+
+def test_a_costlier_setting_elsewhere_lowers_the_cap_and_a_cheaper_one_restores_it():
+    panel = capped_panel()
+    panel.controls["scale"].value = 3
+    assert list(panel.controls["max_n"].options) == [2, 4]
+    assert panel.controls["max_n"].value == 4                        # the chosen 8 no longer fits
+    panel.controls["scale"].value = 1
+    assert list(panel.controls["max_n"].options) == [2, 4, 8]
+    assert panel.controls["max_n"].value == 4                        # the reader's choice is kept
+    panel.controls["scale"].value = 10
+    assert list(panel.controls["max_n"].options) == [2]              # the smallest always stays
+    assert panel.run() is not None
+
+
+def test_nothing_hidden_says_nothing_and_byte_sliders_keep_their_labels():
+    panel = capped_panel(limit_s=1e6)
+    assert panel.hint.value == "" and panel.hidden["max_n"] == []
+    sized = Panel(lambda size, progress: size, {"size": widgets.bytes_slider("size", 1024, 2**20, 2**16)},
+                  estimate_s=lambda size: 15 * size / 2**16)
+    assert sized.controls["size"].options[-1] == ("64 KiB", 2**16)
+    assert "size above 64 KiB hidden" in sized.hint.value
+
+
 def test_only_core_widgets_are_used():
     panel = make_panel(title="t")
 

@@ -19,7 +19,7 @@ import torch
 
 from .devices import best_device, synchronize
 
-__all__ = ["Timing", "crossover", "format_seconds", "time_fn"]
+__all__ = ["Timing", "copy_gbps", "crossover", "expected_seconds", "format_seconds", "matmul_gflops", "time_fn"]
 
 MODES = ("device", "wall")
 
@@ -114,6 +114,66 @@ def _cuda_event_sample(fn: Callable[[], object], calls: int, device: torch.devic
         return start.elapsed_time(end) / 1e3 / calls
 
 
+def _plan(call_s: float, min_samples: int, max_samples: int, budget_s: float, min_sample_s: float) -> tuple[int, int]:
+    """How many calls per sample and how many samples :func:`time_fn` takes for a call of ``call_s``."""
+    calls = min(max(1, math.ceil(min_sample_s / call_s)), 100_000)
+    samples = min(max(min_samples, int(budget_s / (call_s * calls))), max_samples)
+    return calls, samples
+
+
+def expected_seconds(
+    call_s: float,
+    *,
+    warmup: int = 2,
+    min_samples: int = 5,
+    max_samples: int = 100,
+    budget_s: float = 0.25,
+    min_sample_s: float = 2e-3,
+) -> float:
+    """About how long :func:`time_fn` runs, with these settings, for a call that takes ``call_s``.
+
+    The warm-up calls, the one call that sizes the samples, and the samples themselves, as
+    :func:`time_fn` plans them. Panels use it to hide settings that would run too long.
+    """
+    call_s = max(call_s, 1e-9)
+    calls, samples = _plan(call_s, min_samples, max_samples, budget_s, min_sample_s)
+    return call_s * (warmup + 1 + calls * samples)
+
+
+_RATES: dict[tuple, float] = {}
+
+
+def matmul_gflops(device: torch.device | str, dtype: torch.dtype | str = torch.float32, n: int = 512) -> float:
+    """GFLOP/s of an n×n matrix multiply on ``device``, measured once per session and remembered.
+
+    A quick calibration, not a benchmark: panels use it to predict how long a setting takes.
+    """
+    device = torch.device(device)
+    dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
+    key = ("matmul", str(device), str(dtype), n)
+    if key not in _RATES:
+        a = torch.randn(n, n, device=device).to(dtype)
+        b = torch.randn(n, n, device=device).to(dtype)
+        _RATES[key] = time_fn(lambda: a @ b, device=device, flops=2 * n**3, budget_s=0.02, min_samples=3).gflops
+    return _RATES[key]
+
+
+def copy_gbps(source: torch.device | str, destination: torch.device | str, nbytes: int = 16 * 2**20) -> float:
+    """GB/s of a ``nbytes`` copy from ``source`` to ``destination`` memory, measured once per session.
+
+    Like :func:`matmul_gflops`, a calibration for predicting run times.
+    """
+    source, destination = torch.device(source), torch.device(destination)
+    key = ("copy", str(source), str(destination), nbytes)
+    if key not in _RATES:
+        src = torch.empty(nbytes, dtype=torch.uint8, device=source)
+        dst = torch.empty(nbytes, dtype=torch.uint8, device=destination)
+        device = destination if destination.type != "cpu" else source
+        _RATES[key] = time_fn(lambda: dst.copy_(src), device=device, mode="wall", bytes_moved=nbytes,
+                              budget_s=0.02, min_samples=3).gbps
+    return _RATES[key]
+
+
 def time_fn(
     fn: Callable[[], object],
     *,
@@ -146,9 +206,7 @@ def time_fn(
     for _ in range(warmup):
         fn()
     estimate_s = max(_wall_sample(fn, 1, device), 1e-9)
-
-    calls = min(max(1, math.ceil(min_sample_s / estimate_s)), 100_000)
-    samples = min(max(min_samples, int(budget_s / (estimate_s * calls))), max_samples)
+    calls, samples = _plan(estimate_s, min_samples, max_samples, budget_s, min_sample_s)
     use_events = mode == "device" and device.type == "cuda"
     sample = _cuda_event_sample if use_events else _wall_sample
     samples_s = tuple(sample(fn, calls, device) for _ in range(samples))

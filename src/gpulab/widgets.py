@@ -32,15 +32,22 @@ __all__ = ["Panel", "bytes_slider", "checkbox", "dropdown", "int_slider", "log2_
 _STYLE = {"description_width": "initial"}
 
 
-def powers_of_two(low: int, high: int) -> list[int]:
-    """Every power of two from ``low`` to ``high`` inclusive (both rounded to powers of two)."""
+def powers_of_two(low: int, high: int, every: int = 1) -> list[int]:
+    """The powers of two from ``low`` to ``high`` inclusive (``low`` rounded up to one).
+
+    ``every=2`` keeps every second one (×4 apart), ``every=3`` every third, counting down from
+    the largest, so the largest power of two up to ``high`` — the size a reader chose — is
+    always among them.
+    """
     if low < 1 or high < low:
         raise ValueError(f"need 1 <= low <= high, got {low} and {high}")
+    if every < 1:
+        raise ValueError(f"every must be at least 1, got {every}")
     values, value = [], 1 << (low - 1).bit_length()
     while value <= high:
         values.append(value)
         value *= 2
-    return values
+    return values[::-1][::every][::-1]
 
 
 def log2_slider(description: str, low: int, high: int, value: int, cap: int | None = None) -> w.SelectionSlider:
@@ -97,6 +104,11 @@ def checkbox(description: str, value: bool = False) -> w.Checkbox:
     return w.Checkbox(description=description, value=value, style=_STYLE, indent=False)
 
 
+def _option_value(option):
+    """A selection option's value: options are values, or ``(label, value)`` pairs."""
+    return option[1] if isinstance(option, tuple) and len(option) == 2 else option
+
+
 def _is_out_of_memory(exc: BaseException) -> bool:
     import torch
 
@@ -125,6 +137,10 @@ class Panel:
     - ``summary(result)`` returns one line for the status (optional).
     - ``name`` names the experiment, e.g. ``"02_bandwidth"``: ``gpulab bench`` records the
       panel's default run under it, and :func:`gpulab.reference.load` finds it by it.
+    - ``estimate_s(**values)`` says about how many seconds a run with those values takes on
+      this machine (see :func:`gpulab.timing.expected_seconds`). Each slider then offers
+      only the settings that finish within ``limit_s``, given the other controls' values, and
+      a line under the controls says what is hidden. Slider options must grow in cost.
 
     After a run, ``result`` holds the last result (or None) and ``error`` the last
     exception (or None). ``run()`` runs from code, as the button does.
@@ -140,6 +156,8 @@ class Panel:
         title: str = "",
         name: str | None = None,
         figsize: tuple[float, float] = (9.0, 3.6),
+        estimate_s: Callable[..., float] | None = None,
+        limit_s: float = 15.0,
     ):
         self.experiment = experiment
         self.controls = dict(controls)
@@ -160,13 +178,56 @@ class Panel:
         self.status = w.HTML(value="")
         self.output = w.Output(layout=w.Layout(min_height="80px"))
         header = [w.HTML(value=f"<b>{html.escape(title)}</b>")] if title else []
+        self.hint = w.HTML(value="")
         self.widget = w.VBox(
-            header + list(self.controls.values()) + [w.HBox([self.button, self.progress]), self.status, self.output]
+            header + list(self.controls.values())
+            + [self.hint, w.HBox([self.button, self.progress]), self.status, self.output]
         )
+
+        # Time caps: a slider offers only the settings that ``estimate_s`` says finish within
+        # ``limit_s`` on this machine, given the other controls' current values.
+        self.estimate_s = estimate_s
+        self.limit_s = limit_s
+        self.hidden: dict[str, list] = {}
+        self._all_options = {name: list(control.options) for name, control in self.controls.items()
+                             if isinstance(control, w.SelectionSlider)}
+        self._capping = False
+        if estimate_s is not None:
+            for control in self.controls.values():
+                control.observe(lambda _change: self._apply_time_caps(), names="value")
+            self._apply_time_caps()
 
     @property
     def values(self) -> dict[str, Any]:
         return {name: control.value for name, control in self.controls.items()}
+
+    def _apply_time_caps(self) -> None:
+        if self._capping:  # our own changes to options and values come back here
+            return
+        self._capping = True
+        try:
+            notes = []
+            for name, options in self._all_options.items():
+                control, values = self.controls[name], self.values
+                allowed = options[:1]
+                for option in options[1:]:  # settings are ordered by cost: stop at the first too slow
+                    if self.estimate_s(**{**values, name: _option_value(option)}) > self.limit_s:
+                        break
+                    allowed.append(option)
+                self.hidden[name] = [_option_value(o) for o in options[len(allowed):]]
+                if list(control.options) != allowed:
+                    wanted = control.value
+                    allowed_values = [_option_value(o) for o in allowed]
+                    control.options = allowed
+                    control.value = wanted if wanted in allowed_values else allowed_values[-1]
+                if self.hidden[name]:
+                    largest = allowed[-1][0] if isinstance(allowed[-1], tuple) else allowed[-1]
+                    notes.append(f"{control.description} above {largest}")
+            self.hint.value = (
+                f"<span style='color:#555555;font-size:90%'>{html.escape(' and '.join(notes))} hidden: "
+                f"it would take over {self.limit_s:g} s on this machine</span>" if notes else "")
+        finally:
+            self._capping = False
 
     def _set_status(self, text: str, color: str = "inherit") -> None:
         self.status.value = f"<span style='color:{color}'>{html.escape(text)}</span>"
