@@ -113,3 +113,17 @@ def test_shipped_references_are_well_formed_and_come_from_an_accelerator():
         record = reference.load(name)
         assert record["device"].get("name"), name
         assert record["device"].get("type") != "cpu", f"{name}: a shipped reference must come from a GPU"
+
+
+def test_pinned_memory_is_released_only_where_an_accelerator_can(monkeypatch):
+    assert memory.release_pinned_memory() is torch.accelerator.is_available()
+    calls = []
+    monkeypatch.setattr(torch.accelerator, "is_available", lambda: True)
+    monkeypatch.setattr(torch.accelerator, "empty_host_cache", lambda: calls.append("released"), raising=False)
+    assert memory.release_pinned_memory() is True and calls == ["released"]
+
+    def refuses():
+        raise RuntimeError("not supported here")
+
+    monkeypatch.setattr(torch.accelerator, "empty_host_cache", refuses)
+    assert memory.release_pinned_memory() is False

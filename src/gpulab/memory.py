@@ -7,7 +7,7 @@ import os
 
 import torch
 
-__all__ = ["free_bytes", "largest_buffer", "largest_square_n"]
+__all__ = ["free_bytes", "largest_buffer", "largest_square_n", "release_pinned_memory"]
 
 
 def _host_available_bytes() -> int:
@@ -70,3 +70,28 @@ def largest_buffer(device: torch.device | str, *, buffers: int = 1, fraction: fl
     if buffers < 1:
         raise ValueError(f"buffers must be at least 1, got {buffers}")
     return int(free_bytes(device) * fraction) // buffers
+
+
+def release_pinned_memory() -> bool:
+    """Give the pinned host memory PyTorch keeps for reuse back to the operating system.
+
+    PyTorch's pinned-memory allocator keeps every freed block for the next request, so a sweep
+    over large sizes can leave gigabytes of page-locked RAM held for the life of the kernel.
+    Uses ``torch.accelerator.empty_host_cache`` (newer torch) or the CUDA binding older
+    versions have; returns whether one was there to call. Without an accelerator nothing is
+    pinned, and nothing is done.
+    """
+    import gc
+
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is None or not accelerator.is_available():
+        return False
+    release = getattr(accelerator, "empty_host_cache", None) or getattr(torch._C, "_host_emptyCache", None)
+    if release is None:
+        return False
+    gc.collect()  # tensors that are garbage but not yet collected still hold their blocks
+    try:
+        release()
+    except RuntimeError:  # a backend whose host allocator cannot release
+        return False
+    return True

@@ -12,12 +12,33 @@ import json
 from importlib import resources
 from typing import Any
 
-__all__ = ["NOT_RECORDED", "REQUIRED", "describe", "load", "names", "validate"]
+__all__ = ["LINK_MODEL", "NOT_RECORDED", "PCIE_X16_GBPS", "REQUIRED", "SPEC_PEAK_TFLOPS", "describe", "load",
+           "names", "validate"]
 
 NOT_RECORDED = "no GPU reference recorded yet"
 
 # What every record holds; ``gpulab bench`` writes these and more.
 REQUIRED = ("device", "torch", "recorded", "command", "result")
+
+
+# ---------------------------------------------------------------- well-known figures
+# Shown where nothing could be measured (a CPU-only machine, no reference recorded), always
+# labelled as what they are: theoretical link rates, a model, or a vendor's spec sheet.
+
+# Theoretical bandwidth of a ×16 link, per direction, in GB/s: 16 lanes × transfer rate
+# (8, 16, 32 GT/s) × 128/130 line coding / 8 bits.
+PCIE_X16_GBPS = {"PCIe 3.0 ×16": 15.75, "PCIe 4.0 ×16": 31.5, "PCIe 5.0 ×16": 63.0}
+
+# The latency-plus-bandwidth model of one host↔device copy that lesson 02 teaches, with numbers
+# typical of a PCIe 4.0 ×16 link in practice (about 80% of its 31.5 GB/s).
+LINK_MODEL = {"name": "PCIe 4.0 ×16", "latency_s": 10e-6, "gbps": 25.0}
+
+# Peak dense matrix-multiply TFLOP/s from NVIDIA's data sheets (tensor cores where the dtype uses
+# them; float32 without TF32, which PyTorch leaves off for matmul by default).
+SPEC_PEAK_TFLOPS = {
+    "float32": {"T4": 8.1, "A100 SXM": 19.5, "H100 SXM": 67.0},
+    "bfloat16": {"A100 SXM": 312.0, "H100 SXM": 989.0},
+}
 
 
 def _folder():

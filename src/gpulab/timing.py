@@ -158,7 +158,7 @@ def matmul_gflops(device: torch.device | str, dtype: torch.dtype | str = torch.f
     return _RATES[key]
 
 
-def copy_gbps(source: torch.device | str, destination: torch.device | str, nbytes: int = 16 * 2**20) -> float:
+def copy_gbps(source: torch.device | str, destination: torch.device | str, nbytes: int = 64 * 2**20) -> float:
     """GB/s of a ``nbytes`` copy from ``source`` to ``destination`` memory, measured once per session.
 
     Like :func:`matmul_gflops`, a calibration for predicting run times.

@@ -1,0 +1,196 @@
+"""The lessons' experiment figures: one function per panel, ``draw(result, figure)``.
+
+Each draws a panel's result with :func:`gpulab.plots.series`, next to the reference recorded
+under the panel's name (read when drawing, so a reference recorded later shows at once). With
+no accelerator here and no reference recorded, a figure shows well-known figures instead —
+theoretical link rates, a model, a spec sheet — each labelled as such, never an empty axes.
+"""
+
+from __future__ import annotations
+
+from . import plots, reference
+
+__all__ = ["bandwidth", "matmul", "placement", "sync", "throughput"]
+
+
+def _no_accelerator(result: dict, by_device_key: str | None = None) -> bool:
+    if by_device_key is not None:
+        return not any(plots.is_accelerator(name) for name in result[by_device_key])
+    return result.get("device", "cpu") == "cpu"
+
+
+def _finish(ax, xlabel: str, ylabel: str, *, x: str = "log2") -> None:
+    {"log2": plots.log2_axis, "bytes": plots.bytes_axis}[x](ax)
+    plots.log_axis(ax, "y")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="major", alpha=0.3)
+
+
+# ---------------------------------------------------------------- lesson 01
+
+
+def matmul(result: dict, figure) -> None:
+    """01_matmul: time per multiply and GFLOP/s against n, per device; where an accelerator
+    takes the lead; without one, the spec-sheet peaks of common GPUs for this dtype."""
+    from .timing import crossover
+
+    record = reference.load("01_matmul")
+    usable = record if record is not None and record["result"].get("dtype") == result["dtype"] else None
+    time_ax, rate_ax = figure.subplots(1, 2)
+    sizes = result["sizes"]
+    plots.series(time_ax, result, x="sizes", y="seconds", scale=1e3, by_device=True, reference=usable)
+    plots.series(rate_ax, result, x="sizes", y="seconds", derive=lambda n, s: 2 * n**3 / s / 1e9,
+                 by_device=True, reference=usable)
+    for device, values in result["seconds"].items():
+        if plots.is_accelerator(device):
+            n_cross = crossover(sizes, result["seconds"]["cpu"], values)
+            if n_cross is not None:
+                plots.mark_x(rate_ax, n_cross, f"{device} ahead from n={n_cross}")
+    if _no_accelerator(result, "seconds") and usable is None:
+        peaks = reference.SPEC_PEAK_TFLOPS.get(result["dtype"], {})
+        for index, (gpu, tflops) in enumerate(peaks.items()):
+            plots.known_level(rate_ax, tflops * 1e3, f"{gpu} peak, {tflops:g} TFLOP/s (spec sheet)", index)
+        plots.note(figure, "no accelerator here · " + (reference.NOT_RECORDED if record is None else
+                   f"the reference was recorded in {record['result'].get('dtype')}"))
+    _finish(time_ax, "n (matrices are n × n)", "time per multiply (ms)")
+    _finish(rate_ax, "n (matrices are n × n)", "achieved GFLOP/s")
+    plots.legend(figure)
+    figure.suptitle(f"{result['dtype']} matrix multiply", fontsize=10)
+
+
+# ---------------------------------------------------------------- lesson 02
+
+METHOD_COLORS = {"pageable": "#dd8452", "pinned": "#55a868", "pinned + non_blocking": "#8172b2",
+                 "host memory copy": plots.DEVICE_COLORS["cpu"]}
+
+
+def _method(name: str) -> str:
+    return name.split(" ", 1)[1] if "→" in name else name
+
+
+def bandwidth(result: dict, figure) -> None:
+    """02_bandwidth: achieved GB/s against size in each direction, and what pinning costs.
+
+    On a CPU-only machine: the host's own copy bandwidth beside the PCIe ceilings and the
+    latency-plus-bandwidth model, and a host copy's time (what ``pin_memory()`` costs) beside
+    the modelled transfer it would speed up.
+    """
+    record = reference.load("02_bandwidth")
+    here_cpu = _no_accelerator(result)
+    runs = [result] + ([record["result"]] if record is not None else [])
+    has_d2h = any(name.startswith("device→host") for run in runs for name in run["gbps"])
+    panes = ["h2d"] + (["d2h"] if has_d2h else []) + ["pin"]
+    axes = dict(zip(panes, figure.subplots(1, len(panes))))
+    colors = {name: METHOD_COLORS[_method(name)] for run in runs for name in run["gbps"]}
+    common = dict(x="sizes", y="gbps", reference=record, label=_method, colors=colors)
+
+    h2d = axes["h2d"]
+    plots.series(h2d, result, names=lambda n: not n.startswith("device→host"), **common)
+    h2d.set_title("host → device" + (" · here: a copy within host memory" if here_cpu else ""), fontsize=9)
+    if "d2h" in axes:
+        plots.series(axes["d2h"], result, names=lambda n: n.startswith("device→host"), **common)
+        axes["d2h"].set_title("device → host", fontsize=9)
+
+    sizes = result["sizes"]
+    link = reference.LINK_MODEL
+    model_gbps = [n / (link["latency_s"] + n / (link["gbps"] * 1e9)) / 1e9 for n in sizes]
+    if here_cpu and record is None:
+        for index, (name, gbps) in enumerate(reference.PCIE_X16_GBPS.items()):
+            plots.known_level(h2d, gbps, f"{name}, {gbps:g} GB/s per direction (theoretical)", index)
+        model_label = (f"a {link['name']} copy, model: {link['latency_s'] * 1e6:g} µs + bytes / "
+                       f"{link['gbps']:g} GB/s")
+        plots.known_curve(h2d, sizes, model_gbps, model_label, 3)
+
+    pin = axes["pin"]
+    pin.set_title("the cost of pinning", fontsize=9)
+    drawn = _pin_curves(pin, result, None)
+    if record is not None:
+        drawn += _pin_curves(pin, record["result"], record["device"].get("name", "reference GPU"))
+    if not drawn:
+        # pin_memory() is a copy within host memory: what it costs here is a host copy's time.
+        host = result["gbps"]["host memory copy"]
+        pin.plot(sizes, [n / g / 1e6 for n, g in zip(sizes, host)], "-", marker="o", markersize=3, color="#c44e52",
+                 label="a host memory copy here: what pin_memory() costs", gid="yours|host copy time")
+        plots.known_curve(pin, sizes, [(link["latency_s"] + n / (link["gbps"] * 1e9)) * 1e3 for n in sizes],
+                          f"the transfer it would speed up ({link['name']} model)", 3)
+    if here_cpu and record is None:
+        plots.note(figure, "no accelerator here: your host memory copy beside well-known link figures · "
+                   + reference.NOT_RECORDED)
+
+    for pane, ax in axes.items():
+        _finish(ax, "transfer size", "achieved GB/s" if pane != "pin" else "ms per call", x="bytes")
+    plots.legend(figure)
+
+
+def _pin_curves(ax, run: dict, gpu: str | None) -> list:
+    """pin_memory()'s time per call beside the pinned copy it prepares, in ms."""
+    if not run.get("pin_seconds"):
+        return []
+    style, suffix, owner = ("-", "", "yours") if gpu is None else ("--", f" · {gpu} (reference)", "reference")
+    pinned_gbps = run["gbps"]["host→device pinned"]
+    return (ax.plot(run["sizes"], [s * 1e3 for s in run["pin_seconds"]], style, marker="o", markersize=3,
+                    color="#c44e52", label="pin_memory(), block reused" + suffix, gid=f"{owner}|pin_memory")
+            + ax.plot(run["sizes"], [n / g / 1e6 for n, g in zip(run["sizes"], pinned_gbps)], style, marker="o",
+                      markersize=3, color=METHOD_COLORS["pinned"], label="copy from pinned" + suffix,
+                      gid=f"{owner}|copy from pinned"))
+
+
+LOOP_COLORS = {".item() every step": "#c44e52", "log on the device, sync once": "#55a868"}
+
+
+def sync(result: dict, figure) -> None:
+    """02_sync: time per step of a loop that reads a value every step and one that logs on the device."""
+    record = reference.load("02_sync")
+    ax = figure.subplots()
+    plots.series(ax, result, x="steps", y="seconds_per_step", scale=1e6, reference=record, colors=LOOP_COLORS,
+                 label=lambda name: f"{name} ({result['device']})")
+    if _no_accelerator(result) and record is None:
+        plots.note(figure, "no accelerator here: a CPU has no queue to drain, so both loops cost about the same · "
+                   + reference.NOT_RECORDED)
+    _finish(ax, "steps in the loop", "µs per step")
+    plots.legend(figure)
+
+
+# ---------------------------------------------------------------- lesson 03
+
+
+def throughput(result: dict, figure) -> None:
+    """03_throughput: training samples per second against batch size, per device."""
+    record = reference.load("03_throughput")
+    usable = record if record is not None and record["result"].get("width") == result["width"] else None
+    ax = figure.subplots()
+    plots.series(ax, result, x="batches", y="samples_per_s", by_device=True, reference=usable)
+    if _no_accelerator(result, "samples_per_s") and usable is None:
+        plots.note(figure, "no accelerator here · " + (reference.NOT_RECORDED if record is None else
+                   f"the reference was recorded at width {record['result'].get('width')}"))
+    ax.set_title(f"MLP 64 → {result['width']} → {result['width']} → 10, one SGD step per timing", fontsize=9)
+    _finish(ax, "batch size", "training samples / s")
+    plots.legend(figure)
+
+
+WAY_COLORS = {"moved every step": "#dd8452", "kept on the device": "#55a868",
+              "moved every step, pinned + non_blocking": "#8172b2"}
+
+
+def placement(result: dict, figure) -> None:
+    """03_placement: ms per training step with the batch moved every step or kept on the device.
+
+    On a CPU there is nothing to move, so the figure shows the step beside the modelled time
+    of the two copies a GPU step would add.
+    """
+    record = reference.load("03_placement")
+    ax = figure.subplots()
+    plots.series(ax, result, x="batches", y="ms_per_step", reference=record, colors=WAY_COLORS,
+                 label=lambda name: f"{name} ({result['device']})")
+    if _no_accelerator(result):
+        link = reference.LINK_MODEL
+        batches = result["batches"]
+        copy_ms = [(2 * link["latency_s"] + b * result["sample_bytes"] / (link["gbps"] * 1e9)) * 1e3 for b in batches]
+        plots.known_curve(ax, batches, copy_ms, f"copying the batch to a GPU ({link['name']} model: "
+                          f"2 × {link['latency_s'] * 1e6:g} µs + bytes / {link['gbps']:g} GB/s)", 3)
+        if record is None:
+            plots.note(figure, "no accelerator here: nothing to move, so the copy is modelled · "
+                       + reference.NOT_RECORDED)
+    _finish(ax, f"batch size ({result['sample_bytes'] / 1024:.0f} KiB per sample)", "ms per training step")
+    plots.legend(figure)
