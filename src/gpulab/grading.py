@@ -16,7 +16,6 @@ under nbval, so that a hang or a crash in one exercise costs only that exercise.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
 import json
@@ -35,8 +34,7 @@ from . import course
 from ._nbval_report import MESSAGE_LIMIT
 
 __all__ = [
-    "HOST_READS", "CheckResult", "Report", "SubmissionError", "assign", "count_host_reads", "grade",
-    "load_submission", "make_exercise", "solution_path",
+    "CheckResult", "Report", "SubmissionError", "assign", "grade", "load_submission", "make_exercise", "solution_path",
 ]
 
 BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -114,39 +112,6 @@ def exercises(notebook: dict) -> dict[str, dict]:
         if parts["answer"] is None or not parts["checks"]:
             raise ValueError(f"exercise {exercise!r} needs one answer cell and at least one check cell")
     return found
-
-
-# ---------------------------------------------------------------- helpers for check cells
-
-# The Tensor methods through which Python reads a tensor's values on the host. On an
-# accelerator, each one waits for the device to finish everything queued before it.
-HOST_READS = ("item", "tolist", "cpu", "numpy", "__float__", "__int__", "__bool__", "__format__")
-
-
-def count_host_reads(work) -> list[str]:
-    """Call ``work()`` and return the name of every host read (see :data:`HOST_READS`) it made, in order.
-
-    Checks use it to tell a loop that synchronises once from one that does so every step,
-    on any machine: the reads are counted whether or not the tensors are on a GPU.
-    """
-    import torch
-    from unittest import mock
-
-    calls: list[str] = []
-
-    def counting(name):
-        real = getattr(torch.Tensor, name)
-
-        def wrapper(self, *args, **kwargs):
-            calls.append(name)
-            return real(self, *args, **kwargs)
-        return wrapper
-
-    with contextlib.ExitStack() as stack:
-        for name in HOST_READS:
-            stack.enter_context(mock.patch.object(torch.Tensor, name, counting(name)))
-        work()
-    return calls
 
 
 # ---------------------------------------------------------------- assign
@@ -346,6 +311,7 @@ def _kill_leftovers(marker: str) -> None:
 def _grade_exercise(solution: dict, exercise: str, answer_source: str, timeout: float, workdir: Path) -> dict:
     folder = workdir / exercise
     (folder / "runtime").mkdir(parents=True)
+    (folder / "tmp").mkdir()
     notebook_path = folder / "graded.ipynb"
     notebook = _run_notebook(solution, exercise, answer_source)
     course.write_notebook(notebook, notebook_path)
@@ -353,7 +319,7 @@ def _grade_exercise(solution: dict, exercise: str, answer_source: str, timeout: 
     results = folder / "results.json"
     env = dict(os.environ, GPULAB_GRADE_RESULTS=str(results), JUPYTER_RUNTIME_DIR=str(folder / "runtime"),
                IPYTHONDIR=str(folder / "ipython"), MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1",
-               JUPYTER_PLATFORM_DIRS="1")
+               JUPYTER_PLATFORM_DIRS="1", TMPDIR=str(folder / "tmp"))  # what a submission writes goes with it
     command = [sys.executable, "-m", "pytest", "-q", "-c", str(folder / "pytest.ini"), "--rootdir", str(folder),
                "-p", "no:cacheprovider", "-p", "gpulab._nbval_report", "--nbval-lax", "--nbval-current-env",
                f"--nbval-cell-timeout={timeout:g}", str(notebook_path)]
