@@ -282,6 +282,17 @@ def test_unreadable_submissions_exit_2_with_one_line(tmp_path, content, reason):
     assert path.read_text() == content
 
 
+def test_one_exercise_can_be_graded_alone(tiny, tmp_path):
+    path = submit(tmp_path, CORRECT)
+    output = tmp_path / "one.json"
+    done = run_grade(path, "--exercise", "square", "--json", str(output))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(output.read_text())
+    assert [e["id"] for e in report["exercises"]] == ["square"] and report["total"] == report["max"] == 2
+    refused = run_grade(path, "--exercise", "cube")
+    assert refused.returncode == 2 and "no exercise cube" in refused.stderr
+
+
 def test_a_missing_file_exits_2(tmp_path):
     done = run_grade(tmp_path / "nothing.ipynb")
     assert done.returncode == 2 and "no such file" in done.stderr
@@ -304,3 +315,31 @@ def test_lesson_notebooks_score_as_expected(folder, name, tmp_path, monkeypatch)
     report = json.loads(output.read_text())
     wanted = report["max"] if folder == "solutions" else 0
     assert report["total"] == wanted, done.stdout
+
+
+# ------------------------------------------------------------------ helpers for check cells
+
+
+def test_recorded_time_fn_sees_every_way_of_calling_it_and_leaves_the_namespace_as_it_was():
+    import gpulab
+    from gpulab import timing
+
+    namespace = {"time_fn": timing.time_fn, "other": 1}
+    with grading.recorded_time_fn(namespace) as calls:
+        gpulab.time_fn(lambda: None, device="cpu", budget_s=0.01, flops=10)
+        namespace["time_fn"](lambda: None, device="cpu", budget_s=0.01)
+        timing.time_fn(lambda: None, device="cpu", budget_s=0.01)
+        namespace["made_inside"] = True
+    assert [call.kwargs.get("flops") for call in calls] == [10, None, None]
+    assert namespace == {"time_fn": timing.time_fn, "other": 1, "made_inside": True}
+    assert gpulab.time_fn is timing.time_fn
+
+
+def test_recorded_time_fn_can_call_instead_of_timing():
+    ran = []
+    with grading.recorded_time_fn(run=False) as calls:
+        from gpulab import timing
+
+        result = timing.time_fn(lambda: ran.append(1), device="cuda:0", bytes_moved=8)
+    assert ran == [1] and len(calls) == 1
+    assert result.clock == "not timed" and result.bytes_moved == 8 and result.device == "cuda:0"

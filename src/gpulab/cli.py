@@ -54,7 +54,7 @@ def _grade(args: argparse.Namespace) -> int:
     from . import grading
 
     try:
-        report = grading.grade(Path(args.submission), timeout=args.timeout, lesson=args.lesson)
+        report = grading.grade(Path(args.submission), timeout=args.timeout, lesson=args.lesson, only=args.exercise)
     except grading.SubmissionError as exc:
         print(f"gpulab grade: {exc}", file=sys.stderr)
         return 2
@@ -137,6 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
                        help="time limit for each cell (default: 30)")
     grade.add_argument("--lesson", help="the lesson, e.g. 01_devices (default: from the notebook)")
+    grade.add_argument("--exercise", action="append", metavar="ID",
+                       help="grade only this exercise (its ID, as the table shows it); repeat for several")
     grade.set_defaults(handler=_grade)
     return parser
 

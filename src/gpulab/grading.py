@@ -16,6 +16,7 @@ under nbval, so that a hang or a crash in one exercise costs only that exercise.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import json
@@ -34,7 +35,8 @@ from . import course
 from ._nbval_report import MESSAGE_LIMIT
 
 __all__ = [
-    "CheckResult", "Report", "SubmissionError", "assign", "grade", "load_submission", "make_exercise", "solution_path",
+    "CheckResult", "Report", "SubmissionError", "TimedCall", "assign", "grade", "load_submission", "make_exercise",
+    "recorded_time_fn", "solution_path",
 ]
 
 BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -112,6 +114,56 @@ def exercises(notebook: dict) -> dict[str, dict]:
         if parts["answer"] is None or not parts["checks"]:
             raise ValueError(f"exercise {exercise!r} needs one answer cell and at least one check cell")
     return found
+
+
+# ---------------------------------------------------------------- helpers for check cells
+
+
+@dataclasses.dataclass
+class TimedCall:
+    """One call to ``gpulab.time_fn``: the function it timed and the keywords it was given."""
+
+    fn: object
+    kwargs: dict
+
+
+@contextlib.contextmanager
+def recorded_time_fn(namespace: dict | None = None, *, run: bool = True):
+    """Record every call to ``gpulab.time_fn`` made inside the block, however it was imported.
+
+    Yields the list of :class:`TimedCall`. ``namespace`` (a check passes ``globals()``) is
+    searched for names bound to ``time_fn`` by ``from gpulab import time_fn``. With
+    ``run=False`` the timed function is called once instead of being timed, and a Timing with
+    no real measurement is returned: for checks on a simulated GPU, where nothing can be timed.
+    """
+    from unittest import mock
+
+    import gpulab
+
+    from . import timing
+
+    real = timing.time_fn
+    gpulab.time_fn  # noqa: B018 -- resolve the lazy attribute now, so the patch below restores it
+    calls: list[TimedCall] = []
+
+    def spy(fn, **kwargs):
+        calls.append(TimedCall(fn, kwargs))
+        if run:
+            return real(fn, **kwargs)
+        fn()
+        return timing.Timing(samples_s=(1e-3,), calls_per_sample=1, device=str(kwargs.get("device")),
+                             clock="not timed", flops=kwargs.get("flops"), bytes_moved=kwargs.get("bytes_moved"))
+
+    # Only the names bound to time_fn are swapped and put back: the check's other variables stay.
+    bound = [name for name, value in (namespace or {}).items() if value is real]
+    with mock.patch.object(gpulab, "time_fn", spy), mock.patch.object(timing, "time_fn", spy):
+        for name in bound:
+            namespace[name] = spy
+        try:
+            yield calls
+        finally:
+            for name in bound:
+                namespace[name] = real
 
 
 # ---------------------------------------------------------------- assign
@@ -308,6 +360,12 @@ def _kill_leftovers(marker: str) -> None:
                 pass
 
 
+# pytest, started so that a grading starts fast: nbval reads notebooks with nbformat, whose schema
+# validation imports jsonschema, which builds an RFC 3987 parser at import when rfc3987_syntax is
+# installed (a second per exercise). Notebooks hold no IRIs to check, so it is left out.
+_PYTEST = "import sys; sys.modules['rfc3987_syntax'] = None; import pytest; sys.exit(pytest.main(sys.argv[1:]))"
+
+
 def _grade_exercise(solution: dict, exercise: str, answer_source: str, timeout: float, workdir: Path) -> dict:
     folder = workdir / exercise
     (folder / "runtime").mkdir(parents=True)
@@ -317,12 +375,12 @@ def _grade_exercise(solution: dict, exercise: str, answer_source: str, timeout: 
     course.write_notebook(notebook, notebook_path)
     (folder / "pytest.ini").write_text("[pytest]\n")
     results = folder / "results.json"
-    env = dict(os.environ, GPULAB_GRADE_RESULTS=str(results), JUPYTER_RUNTIME_DIR=str(folder / "runtime"),
+    env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", GPULAB_GRADE_RESULTS=str(results), JUPYTER_RUNTIME_DIR=str(folder / "runtime"),
                IPYTHONDIR=str(folder / "ipython"), MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1",
                JUPYTER_PLATFORM_DIRS="1", TMPDIR=str(folder / "tmp"))  # what a submission writes goes with it
-    command = [sys.executable, "-m", "pytest", "-q", "-c", str(folder / "pytest.ini"), "--rootdir", str(folder),
-               "-p", "no:cacheprovider", "-p", "gpulab._nbval_report", "--nbval-lax", "--nbval-current-env",
-               f"--nbval-cell-timeout={timeout:g}", str(notebook_path)]
+    command = [sys.executable, "-c", _PYTEST, "-q", "-c", str(folder / "pytest.ini"), "--rootdir", str(folder),
+               "-p", "no:cacheprovider", "-p", "nbval", "-p", "gpulab._nbval_report", "--nbval-lax",
+               "--nbval-current-env", f"--nbval-cell-timeout={timeout:g}", str(notebook_path)]
     cells = len(notebook["cells"])
     process = subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                start_new_session=True)
@@ -338,13 +396,22 @@ def _grade_exercise(solution: dict, exercise: str, answer_source: str, timeout: 
     return json.loads(results.read_text()) if results.exists() else {}
 
 
-def grade(submission_path: Path, *, timeout: float = 30.0, lesson: str | None = None, workers: int = 2) -> Report:
-    """Grade a submitted exercise notebook; raise :class:`SubmissionError` if it cannot be read."""
+def grade(submission_path: Path, *, timeout: float = 30.0, lesson: str | None = None, workers: int = 2,
+          only: list[str] | None = None) -> Report:
+    """Grade a submitted exercise notebook; raise :class:`SubmissionError` if it cannot be read.
+
+    ``only`` names the exercises to grade (default: all), e.g. to regrade one of them.
+    """
     submission_path = Path(submission_path)
     submission = load_submission(submission_path)
     lesson = lesson or _lesson_of(submission, submission_path)
     solution = course.read_notebook(solution_path(lesson))
     parts = exercises(solution)
+    if only:
+        unknown = sorted(set(only) - set(parts))
+        if unknown:
+            raise SubmissionError(f"lesson {lesson} has no exercise {', '.join(unknown)} (it has {', '.join(parts)})")
+        parts = {exercise: part for exercise, part in parts.items() if exercise in only}
     notes, answers = [], {}
     for exercise, part in parts.items():
         found = [c for c in submission["cells"] if answer_id(c) == exercise]
