@@ -1,0 +1,125 @@
+"""Exercises grade answers, not phrasings.
+
+For every lesson, ``tests/answers/answers_NN_name.py`` holds answers the way students write them:
+``RIGHT`` ones must score full marks, and each ``WRONG`` one must lose exactly the checks that
+name its fault, no more and no fewer. They are graded by the real grader (``gpulab.grading``),
+each exercise in its own kernel, several students' answers at a time: submission k holds the
+k-th case of every exercise, and the solution where an exercise has fewer cases.
+
+The last test grades the solutions five times in a row, and the wrong answers marked for it,
+while another process keeps a core busy: no check may hinge on how fast the machine is.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpulab import course, grading
+
+from conftest import ROOT
+
+ANSWERS = ROOT / "tests" / "answers"
+LESSONS = sorted(path.stem for path in (ROOT / "solutions").glob("*.ipynb"))
+
+
+def cases_of(stem: str):
+    """{exercise: [(kind, name, source, checks it must fail)]}, right answers first."""
+    spec = importlib.util.spec_from_file_location(f"answers_{stem}", ANSWERS / f"answers_{stem}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    cases = {}
+    for exercise, answers in module.RIGHT.items():
+        cases.setdefault(exercise, []).extend(("right", name, source.strip(), set(), False) for name, source in answers)
+    for exercise, answers in module.WRONG.items():
+        cases.setdefault(exercise, []).extend(("wrong", name, source.strip(), set(fails), under_load)
+                                              for name, source, fails, under_load in answers)
+    return cases
+
+
+def solution_answers(stem: str) -> dict[str, str]:
+    notebook = course.read_notebook(ROOT / "solutions" / f"{stem}.ipynb")
+    return {grading.answer_id(cell): course.cell_source(cell) for cell in notebook["cells"] if grading.answer_id(cell)}
+
+
+def submission(stem: str, answers: dict[str, str], path: Path) -> Path:
+    """The lesson's exercise notebook with ``answers`` (exercise → source) in its answer cells."""
+    notebook = copy.deepcopy(course.read_notebook(ROOT / "exercises" / f"{stem}.ipynb"))
+    for cell in notebook["cells"]:
+        exercise = grading.answer_id(cell)
+        if exercise in answers:
+            cell["source"] = answers[exercise]
+    course.write_notebook(notebook, path)
+    return path
+
+
+def rounds(stem: str) -> int:
+    return max((len(cases) for cases in cases_of(stem).values()), default=0)
+
+
+def failed_checks(report) -> dict[str, dict[str, str]]:
+    failed: dict[str, dict[str, str]] = {}
+    for check in report.checks:
+        failed.setdefault(check.exercise, {})
+        if check.outcome != "passed":
+            failed[check.exercise][check.check] = f"{check.outcome}: {check.message}"
+    return failed
+
+
+def test_every_exercise_has_right_and_wrong_answers():
+    for stem in LESSONS:
+        cases = cases_of(stem)
+        exercises = set(solution_answers(stem))
+        assert set(cases) == exercises, f"{stem}: answer cases for {sorted(cases)}, exercises {sorted(exercises)}"
+        for exercise, answers in cases.items():
+            kinds = [kind for kind, *_ in answers]
+            assert kinds.count("right") >= 2 and kinds.count("wrong") >= 1, f"{stem} {exercise}: {kinds}"
+
+
+@pytest.mark.parametrize("stem, number", [(stem, k) for stem in LESSONS for k in range(rounds(stem))])
+def test_answers_score_what_they_deserve(stem, number, tmp_path):
+    cases = cases_of(stem)
+    answers, expected = dict(solution_answers(stem)), {}
+    for exercise, exercise_cases in cases.items():
+        if number < len(exercise_cases):
+            kind, name, source, fails, _ = exercise_cases[number]
+            answers[exercise] = source
+            expected[exercise] = (f"{kind} answer '{name}'", fails)
+        else:
+            expected[exercise] = ("the solution", set())
+    report = grading.grade(submission(stem, answers, tmp_path / f"{stem}.ipynb"), timeout=60, lesson=stem)
+    failed = failed_checks(report)
+    wrong = {exercise: (what, sorted(fails), failed.get(exercise, {}))
+             for exercise, (what, fails) in expected.items() if set(failed.get(exercise, {})) != fails}
+    assert not wrong, "\n".join(f"{exercise}, {what}: should fail {fails}, failed {got}"
+                                for exercise, (what, fails, got) in wrong.items())
+
+
+def test_grades_do_not_depend_on_a_quiet_machine(tmp_path):
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        for stem in LESSONS:
+            wrong_answers, expected = dict(solution_answers(stem)), {}
+            for exercise, exercise_cases in cases_of(stem).items():
+                marked = [case for case in exercise_cases if case[4]]
+                if marked:
+                    _, name, source, fails, _ = marked[0]
+                    wrong_answers[exercise], expected[exercise] = source, fails
+            solution = ROOT / "solutions" / f"{stem}.ipynb"
+            wrong = submission(stem, wrong_answers, tmp_path / f"{stem}-wrong.ipynb")
+            for attempt in range(5):
+                report = grading.grade(solution, timeout=60, lesson=stem)
+                assert report.total == report.max_total, f"{stem}, grading {attempt + 1} of 5 under load:\n{report.table()}"
+                failed = failed_checks(grading.grade(wrong, timeout=60, lesson=stem, only=sorted(expected)))
+                for exercise, fails in expected.items():
+                    assert set(failed[exercise]) == fails, (
+                        f"{stem} {exercise}, grading {attempt + 1} of 5 under load: should fail {sorted(fails)}, "
+                        f"failed {failed[exercise]}")
+    finally:
+        busy.kill()
+        busy.wait()
