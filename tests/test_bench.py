@@ -8,7 +8,9 @@ import sys
 
 import pytest
 
-from gpulab import bench, cli, course, reference
+import numpy as np
+
+from gpulab import bench, cli, course, figures, plots, reference
 
 from conftest import ROOT, code_cell, notebook
 
@@ -157,58 +159,177 @@ def lesson_sources():
         yield path, "\n".join(course.cell_source(c) for c in cells if c["cell_type"] == "code")
 
 
-def test_every_lesson_panel_has_a_unique_name_and_shows_its_reference():
+def test_every_lesson_panel_is_named_drawn_by_its_figure_and_sized_by_an_estimate():
     names = []
     for path, source in lesson_sources():
         panels = source.count("gpulab.widgets.Panel(")
         found = re.findall(r'\bname="([^"]+)"', source)
         assert len(found) == panels, f"{path.name}: {panels} panels, {len(found)} named"
+        assert source.count("plot=gpulab.figures.") == source.count("estimate_s=") == panels, (
+            f"{path.name}: every panel is drawn by a gpulab.figures function and sized by an estimate_s")
         for name in found:
             assert name.startswith(path.stem[:3]), f"{path.name}: panel {name!r} should start with {path.stem[:3]!r}"
-            assert f'gpulab.reference.load("{name}")' in source, f"{path.name}: panel {name!r} shows no reference"
+            assert name in figures.FOR_PANEL, f"{path.name}: no figure in gpulab.figures.FOR_PANEL draws {name!r}"
         names += found
     assert len(names) == len(set(names)), f"panel names repeat: {names}"
 
 
-def gpu_shaped_references():
-    # Made-up records shaped like what `gpulab bench` writes on a CUDA machine. They exist only
-    # to run the lessons' drawing code with a reference present; nothing here is shipped.
+@pytest.fixture(scope="module")
+def lesson_runs(tmp_path_factory):
+    """Every lesson run as the bench runs it, on this machine, with no reference shipped."""
+    empty = tmp_path_factory.mktemp("no-references")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(reference, "_folder", lambda: empty)
+        recorded = []
+        for lesson in bench.find_lessons(ROOT):
+            recorded += bench.run_lesson(lesson, tmp_path_factory.mktemp("bench"))
+    return {item.name: item for item in recorded}
+
+
+def test_the_bench_records_every_lesson_panel(lesson_runs):
+    assert set(lesson_runs) == set(figures.FOR_PANEL)
+    for name, item in lesson_runs.items():
+        record = reference.validate(json.loads(item.json_path.read_text()), name)
+        assert record["lesson"].startswith(name[:2]) and record["result"] and record["settings"]
+        assert item.png_path.read_bytes().startswith(b"\x89PNG")
+        assert item.panel.plot is figures.FOR_PANEL[name]
+    bandwidth = lesson_runs["02_bandwidth"].panel.result
+    assert bandwidth["sizes"][0] == 4096 and all(v > 0 for values in bandwidth["gbps"].values() for v in values)
+    assert lesson_runs["02_sync"].panel.result["steps"][-1] == lesson_runs["02_sync"].panel.values["most_steps"]
+
+
+def drawn(panel, result=None):
+    figure = plots.new_figure(panel.figsize)
+    panel.plot(panel.result if result is None else result, figure)
+    figure.canvas.draw()
+    return figure
+
+
+def data_lines(ax):
+    return [line for line in ax.get_lines() if (line.get_gid() or "").split("|")[0] in {"yours", "reference", "known"}]
+
+
+def labelled(ax, axis):
+    lo, hi = sorted(ax.get_ylim() if axis == "y" else ax.get_xlim())
+    ticks = ax.get_yticklabels() if axis == "y" else ax.get_xticklabels()
+    index = 1 if axis == "y" else 0
+    return [t.get_text() for t in ticks if t.get_text() and lo * 0.999 <= t.get_position()[index] <= hi * 1.001]
+
+
+def test_every_panel_on_this_machine_draws_readable_axes_with_data(lesson_runs):
+    for name, item in lesson_runs.items():
+        figure = drawn(item.panel)
+        for ax in figure.axes:
+            measured = [line for line in data_lines(ax) if line.get_gid().startswith("yours|")]
+            assert measured, f"{name}: an axes shows nothing measured here ({ax.get_title()!r})"
+            assert all(len(line.get_xdata()) >= 2 for line in measured), f"{name}: a curve with fewer than two points"
+            assert len(labelled(ax, "y")) >= 3, f"{name}: the y axis of {ax.get_title()!r} reads {labelled(ax, 'y')}"
+            assert len(labelled(ax, "x")) >= min(3, len(measured[0].get_xdata())), f"{name}: x axis {labelled(ax, 'x')}"
+        note = figure._supxlabel
+        if note is not None:
+            assert not any(note.get_window_extent().overlaps(ax.get_window_extent()) for ax in figure.axes), name
+        known = [line for ax in figure.axes for line in data_lines(ax) if line.get_gid().startswith("known|")]
+        assert all(any(word in line.get_label() for word in ("theoretical", "spec sheet", "model")) for line in known), (
+            f"{name}: a figure not measured here must say what it is: {[line.get_label() for line in known]}")
+
+
+# How each panel's result would look recorded on a GPU: this machine's numbers under a GPU's
+# series names, so that a reference line and the reader's line of the same numbers must coincide.
+# Each maps the result to (the GPU-shaped result, {reference series: the reader's series}).
+def _gpu_shaped(result, series_key, mapping, **extra):
+    shaped = json.loads(json.dumps(result))
+    shaped[series_key] = {gpu_name: result[series_key][mine] for gpu_name, mine in mapping.items()}
+    shaped.update(extra)
+    return shaped, mapping
+
+
+GPU_SHAPED = {
+    "01_matmul": lambda r: _gpu_shaped(r, "seconds", {"cpu": "cpu", "cuda:0": "cpu"}),
+    "02_bandwidth": lambda r: _gpu_shaped(
+        r, "gbps", {f"{d} {m}": "host memory copy" for d in ("host→device", "device→host")
+                    for m in ("pageable", "pinned", "pinned + non_blocking")},
+        device="cuda:0", pin_seconds=[n / (g * 1e9) for n, g in zip(r["sizes"], r["gbps"]["host memory copy"])]),
+    "02_sync": lambda r: _gpu_shaped(r, "seconds_per_step", {k: k for k in r["seconds_per_step"]}, device="cuda:0"),
+    "03_throughput": lambda r: _gpu_shaped(r, "samples_per_s", {"cpu": "cpu", "cuda:0": "cpu"}),
+    "03_placement": lambda r: _gpu_shaped(
+        r, "ms_per_step", {k: "kept on the device" for k in
+                           ("kept on the device", "moved every step", "moved every step, pinned + non_blocking")},
+        device="cuda:0"),
+}
+# The pinning pane's reference curves derive from the same host copy as the reader's on a CPU.
+PIN_PAIRS = {"pin_memory": "host copy time", "copy from pinned": "host copy time"}
+
+
+def test_a_reference_is_drawn_in_the_readers_units_and_only_gpu_curves_carry_its_name(lesson_runs, tmp_path, monkeypatch):
+    assert set(GPU_SHAPED) == set(lesson_runs), "add a GPU_SHAPED entry for every new panel"
+    folder = tmp_path / "references"
+    folder.mkdir()
+    pairs = {}
+    for name, item in lesson_runs.items():
+        shaped, pairs[name] = GPU_SHAPED[name](item.panel.result)
+        record = {"device": {"device": "cuda:0", "name": "Test GPU", "type": "cuda"}, "torch": "2.11.0",
+                  "recorded": "2026-11-21", "command": "gpulab bench out", "result": shaped}
+        (folder / f"{name}.json").write_text(json.dumps(record))
+    monkeypatch.setattr(reference, "_folder", lambda: folder)
+    def yours_of(ax):
+        return {line.get_gid().split("|", 1)[1]: line for line in data_lines(ax) if line.get_gid().startswith("yours|")}
+
+    for name, item in lesson_runs.items():
+        figure = drawn(item.panel)
+        lines = [line for ax in figure.axes for line in data_lines(ax)]
+        yours = {key: line for ax in figure.axes for key, line in yours_of(ax).items()}
+        theirs = [(ax, line) for ax in figure.axes for line in data_lines(ax) if line.get_gid().startswith("reference|")]
+        assert theirs, f"{name}: the reference is not drawn"
+        assert not [line for line in lines if line.get_gid().startswith("known|")], (
+            f"{name}: with a reference recorded, well-known figures are not needed")
+        for ax, line in theirs:
+            series = line.get_gid().split("|", 1)[1]
+            paired = {**pairs[name], **PIN_PAIRS}[series]
+            mine = yours_of(ax).get(paired, yours[paired])          # on the same axes where there is one
+            assert "Test GPU" in line.get_label() and series != "cpu", (name, series, line.get_label())
+            assert list(line.get_xdata()) == list(mine.get_xdata()), (name, series)
+            assert np.allclose(line.get_ydata(), mine.get_ydata()), (
+                f"{name}: the reference's {series!r} and your {mine.get_gid()!r} hold the same numbers "
+                "but are drawn at different heights: different units")
+        assert not any("Test GPU" in line.get_label() for line in lines if line.get_gid().startswith("yours|")), name
+
+
+def real_gpu_results():
+    # Results shaped like a reader's on a CUDA machine (made up), to draw the figures' GPU paths.
     sizes = [4096, 16384, 65536]
-    device = {"device": "cuda:0", "name": "Test GPU", "type": "cuda"}
-    header = {"device": device, "torch": "2.11.0", "recorded": "2026-11-21", "command": "gpulab bench out"}
     gbps = {f"{d} {m}": [1.0, 4.0, 9.0] for d in ("host→device", "device→host")
             for m in ("pageable", "pinned", "pinned + non_blocking")}
     return {
-        "01_matmul": {**header, "result": {"sizes": [32, 64], "dtype": "float32",
-                                           "seconds": {"cpu": [1e-5, 8e-5], "cuda:0": [2e-5, 2e-5]}}},
-        "02_bandwidth": {**header, "result": {"device": "cuda:0", "sizes": sizes, "gbps": gbps,
-                                              "pin_seconds": [1e-5, 2e-5, 5e-5]}},
-        "02_sync": {**header, "result": {"device": "cuda:0", "steps": [1, 4, 16], "seconds_per_step": {
-            ".item() every step": [3e-5, 3e-5, 3e-5], "log on the device, sync once": [3e-5, 1e-5, 6e-6]}}},
-        "03_throughput": {**header, "result": {"batches": [8, 16], "width": 512,
-                                               "samples_per_s": {"cpu": [1e4, 2e4], "cuda:0": [1e4, 3e4]}}},
-        "03_placement": {**header, "result": {"device": "cuda:0", "batches": [16, 32], "ms_per_step": {
-            "moved every step": [0.3, 0.5], "kept on the device": [0.2, 0.2],
-            "moved every step, pinned + non_blocking": [0.25, 0.3]}}},
+        "01_matmul": {"sizes": [32, 64, 128], "dtype": "float32",
+                      "seconds": {"cpu": [1e-5, 8e-5, 6e-4], "cuda:0": [2e-5, 2e-5, 3e-5]}},
+        "02_bandwidth": {"device": "cuda:0", "sizes": sizes, "gbps": gbps, "pin_seconds": [1e-5, 2e-5, 5e-5]},
+        "02_sync": {"device": "cuda:0", "steps": [1, 4, 16], "seconds_per_step": {
+            ".item() every step": [3e-5, 3e-5, 3e-5], "log on the device, sync once": [3e-5, 1e-5, 6e-6]}},
+        "03_throughput": {"batches": [8, 16, 32], "width": 512,
+                          "samples_per_s": {"cpu": [1e4, 2e4, 3e4], "cuda:0": [1e4, 3e4, 9e4]}},
+        "03_placement": {"device": "cuda:0", "batches": [16, 32, 64], "sample_bytes": 12296, "ms_per_step": {
+            "moved every step": [0.3, 0.5, 0.9], "kept on the device": [0.2, 0.2, 0.3],
+            "moved every step, pinned + non_blocking": [0.25, 0.3, 0.5]}},
     }
 
 
-def test_the_lessons_record_their_panels_and_draw_a_gpu_reference_beside_them(tmp_path, monkeypatch):
-    references = tmp_path / "references"
-    references.mkdir()
-    fake = gpu_shaped_references()
-    for name, record in fake.items():
-        (references / f"{name}.json").write_text(json.dumps(record))
-    monkeypatch.setattr(reference, "_folder", lambda: references)
-    recorded = []
-    for lesson in bench.find_lessons(ROOT):
-        recorded += bench.run_lesson(lesson, tmp_path / "out")
-    assert sorted(r.name for r in recorded) == sorted(fake), "every lesson panel is recorded, and each has a reference"
-    for item in recorded:
-        record = reference.validate(json.loads(item.json_path.read_text()), item.name)
-        assert record["lesson"].startswith(item.name[:2]) and record["result"]
-        assert item.png_path.read_bytes().startswith(b"\x89PNG")
-    summaries = {r.name: r.summary for r in recorded}
-    assert "reference Test GPU" in summaries["02_bandwidth"]
-    bandwidth = json.loads((tmp_path / "out" / "02_bandwidth.json").read_text())["result"]
-    assert bandwidth["sizes"][0] == 4096 and all(v > 0 for values in bandwidth["gbps"].values() for v in values)
+def test_a_readers_gpu_results_draw_every_pane_and_no_stand_ins(lesson_runs):
+    results = real_gpu_results()
+    assert set(results) == set(lesson_runs)
+    for name, result in results.items():
+        figure = drawn(lesson_runs[name].panel, result)
+        assert len(figure.axes) == {"01_matmul": 2, "02_bandwidth": 3}.get(name, 1), name
+        for ax in figure.axes:
+            lines = data_lines(ax)
+            assert lines and not [line for line in lines if line.get_gid().startswith("known|")], (name, ax.get_title())
+            assert len(labelled(ax, "y")) >= 3, (name, ax.get_title(), labelled(ax, "y"))
+        assert figure._supxlabel is None, f"{name}: nothing to note when the reader has a GPU"
+
+
+def test_each_panels_estimate_is_in_the_ballpark_of_its_run_here(lesson_runs):
+    # The estimate hides settings that would run too long; a unit slip (ms for s) would hide all
+    # or none. Eight times either way is a wide margin on purpose: this checks the model, not speed.
+    for name, item in lesson_runs.items():
+        record = json.loads(item.json_path.read_text())
+        estimate, elapsed = record["estimated_s"], record["elapsed_s"]
+        assert elapsed / 8 < estimate < 8 * elapsed, f"{name}: estimated {estimate:.2f} s, ran {elapsed:.2f} s"

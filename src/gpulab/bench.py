@@ -41,6 +41,7 @@ class Recorded:
     png_path: Path | None
     elapsed_s: float
     summary: str
+    panel: Any = dataclasses.field(default=None, repr=False)   # the Panel itself, for a caller that redraws it
 
 
 def find_lessons(root: Path, selected: Iterable[str] = ()) -> list[Path]:
@@ -100,6 +101,8 @@ def record_of(panel, lesson: str, command: str) -> dict[str, Any]:
         "command": command,
         "settings": _jsonable(panel.values, "settings"),
         "elapsed_s": panel.elapsed_s,
+        # What the panel predicted the run would take (its estimate_s), to compare with elapsed_s.
+        "estimated_s": panel.estimate_s(**panel.values) if panel.estimate_s is not None else None,
         "result": _jsonable(panel.result, f"{panel.name}'s result"),
     }
 
@@ -193,4 +196,4 @@ def _write(panel, lesson: str, out: Path, command: str, plots) -> Recorded:
         panel.plot(panel.result, figure)
         png_path = plots.save(figure, out / f"{panel.name}.png")
     summary = panel.summary(panel.result) if panel.summary is not None else ""
-    return Recorded(panel.name, lesson, json_path, png_path, panel.elapsed_s or 0.0, summary)
+    return Recorded(panel.name, lesson, json_path, png_path, panel.elapsed_s or 0.0, summary, panel)

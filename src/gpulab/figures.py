@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from . import plots, reference
 
-__all__ = ["bandwidth", "matmul", "placement", "sync", "throughput"]
+__all__ = ["FOR_PANEL", "bandwidth", "matmul", "placement", "sync", "throughput"]
 
 
 def _no_accelerator(result: dict, by_device_key: str | None = None) -> bool:
@@ -104,16 +104,16 @@ def bandwidth(result: dict, figure) -> None:
 
     pin = axes["pin"]
     pin.set_title("the cost of pinning", fontsize=9)
-    drawn = _pin_curves(pin, result, None)
-    if record is not None:
-        drawn += _pin_curves(pin, record["result"], record["device"].get("name", "reference GPU"))
-    if not drawn:
+    if not _pin_curves(pin, result, None):
         # pin_memory() is a copy within host memory: what it costs here is a host copy's time.
         host = result["gbps"]["host memory copy"]
         pin.plot(sizes, [n / g / 1e6 for n, g in zip(sizes, host)], "-", marker="o", markersize=3, color="#c44e52",
                  label="a host memory copy here: what pin_memory() costs", gid="yours|host copy time")
-        plots.known_curve(pin, sizes, [(link["latency_s"] + n / (link["gbps"] * 1e9)) * 1e3 for n in sizes],
-                          f"the transfer it would speed up ({link['name']} model)", 3)
+        if record is None:
+            plots.known_curve(pin, sizes, [(link["latency_s"] + n / (link["gbps"] * 1e9)) * 1e3 for n in sizes],
+                              f"the transfer it would speed up ({link['name']} model)", 3)
+    if record is not None:
+        _pin_curves(pin, record["result"], record["device"].get("name", "reference GPU"))
     if here_cpu and record is None:
         plots.note(figure, "no accelerator here: your host memory copy beside well-known link figures · "
                    + reference.NOT_RECORDED)
@@ -183,14 +183,17 @@ def placement(result: dict, figure) -> None:
     ax = figure.subplots()
     plots.series(ax, result, x="batches", y="ms_per_step", reference=record, colors=WAY_COLORS,
                  label=lambda name: f"{name} ({result['device']})")
-    if _no_accelerator(result):
+    if _no_accelerator(result) and record is None:
         link = reference.LINK_MODEL
         batches = result["batches"]
         copy_ms = [(2 * link["latency_s"] + b * result["sample_bytes"] / (link["gbps"] * 1e9)) * 1e3 for b in batches]
         plots.known_curve(ax, batches, copy_ms, f"copying the batch to a GPU ({link['name']} model: "
                           f"2 × {link['latency_s'] * 1e6:g} µs + bytes / {link['gbps']:g} GB/s)", 3)
-        if record is None:
-            plots.note(figure, "no accelerator here: nothing to move, so the copy is modelled · "
-                       + reference.NOT_RECORDED)
+        plots.note(figure, "no accelerator here: nothing to move, so the copy is modelled · " + reference.NOT_RECORDED)
     _finish(ax, f"batch size ({result['sample_bytes'] / 1024:.0f} KiB per sample)", "ms per training step")
     plots.legend(figure)
+
+
+# Which figure draws which panel (and reads that panel's reference).
+FOR_PANEL = {"01_matmul": matmul, "02_bandwidth": bandwidth, "02_sync": sync, "03_throughput": throughput,
+             "03_placement": placement}

@@ -95,7 +95,7 @@ def _readable_ticks(vmin: float, vmax: float, base: int, max_ticks: int = 8) -> 
         if len(inside) >= 3:
             return ticks
     # Less than about a factor of three between the ends: round linear steps read best.
-    return [t for t in MaxNLocator(nbins=4, steps=[1, 2, 2.5, 5, 10]).tick_values(vmin, vmax) if t > 0]
+    return [t for t in MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10], min_n_ticks=3).tick_values(vmin, vmax) if t > 0]
 
 
 def _readable_locator(base: int, max_ticks: int):
