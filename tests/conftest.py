@@ -1,4 +1,5 @@
 import pathlib
+import tempfile
 
 import pytest
 import torch
@@ -24,3 +25,18 @@ def code_cell(source: str, metadata: dict | None = None) -> dict:
 def notebook(cells: list, **metadata) -> dict:
     """A format 4.5 notebook around ``cells``, with the plain python3 kernelspec and ``metadata``."""
     return {"cells": cells, "metadata": {**metadata, "kernelspec": KERNELSPEC}, "nbformat": 4, "nbformat_minor": 5}
+
+
+# Notebooks and graders must clean up after themselves: any gpulab-* entry that appears in the
+# temporary folder during the run, and is still there at the end, fails the run.
+_TEMP = pathlib.Path(tempfile.gettempdir())
+_TEMP_BEFORE = {p.name for p in _TEMP.glob("gpulab-*")}
+
+
+def pytest_sessionfinish(session, exitstatus):
+    left = sorted({p.name for p in _TEMP.glob("gpulab-*")} - _TEMP_BEFORE)
+    if left:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"FAILED: the run left {left} in {_TEMP}: clean up after yourself", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
