@@ -155,3 +155,4 @@ def test_calibration_rates_are_measured_once_and_remembered():
     first = timing.matmul_gflops("cpu", "float32", n=64)
     assert first > 0 and timing.matmul_gflops("cpu", torch.float32, n=64) == first
     assert timing.copy_gbps("cpu", "cpu", nbytes=2**16) > 0
+    assert timing.fresh_memory_gbps(nbytes=2**20) == timing.fresh_memory_gbps(nbytes=2**20) > 0

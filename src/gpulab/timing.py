@@ -19,7 +19,8 @@ import torch
 
 from .devices import best_device, synchronize
 
-__all__ = ["Timing", "copy_gbps", "crossover", "expected_seconds", "format_seconds", "matmul_gflops", "time_fn"]
+__all__ = ["Timing", "copy_gbps", "crossover", "expected_seconds", "format_seconds", "fresh_memory_gbps", "matmul_gflops",
+           "time_fn"]
 
 MODES = ("device", "wall")
 
@@ -171,6 +172,19 @@ def copy_gbps(source: torch.device | str, destination: torch.device | str, nbyte
         device = destination if destination.type != "cpu" else source
         _RATES[key] = time_fn(lambda: dst.copy_(src), device=device, mode="wall", bytes_moved=nbytes,
                               budget_s=0.02, min_samples=3).gbps
+    return _RATES[key]
+
+
+def fresh_memory_gbps(nbytes: int = 64 * 2**20) -> float:
+    """GB/s at which new host memory is made and first filled, measured once per session.
+
+    Large new tensors cost more than their fill: the operating system maps and zeroes every
+    page on first touch, and on some machines that is several times slower than a copy.
+    """
+    key = ("fresh", nbytes)
+    if key not in _RATES:
+        _RATES[key] = time_fn(lambda: torch.ones(nbytes, dtype=torch.uint8), device="cpu", mode="wall",
+                              bytes_moved=nbytes, budget_s=0.02, min_samples=3, warmup=1).gbps
     return _RATES[key]
 
 
