@@ -130,6 +130,17 @@ def plot_bandwidth(table, figure):
     ],
 }
 
+_MEASURED = '''
+def measure_copy(nbytes, device):
+    source = torch.ones(nbytes // 4, pin_memory=torch.device(device).type == "cuda")
+    destination = torch.empty(nbytes // 4, device=device)
+    return gpulab.time_fn(lambda: destination.copy_(source), device=device, bytes_moved=nbytes)
+
+
+def bandwidth_table(sizes, device):
+    return {n: measure_copy(n, device).gbps for n in sizes}
+'''
+
 _PLAIN_BENCHMARK = '''
 def bandwidth_table(sizes, device):
     return {n: measure_copy(n, device).gbps for n in sizes}
@@ -215,16 +226,7 @@ def measure_copy(nbytes, device):
     return gpulab.time_fn(lambda: torch.empty(nbytes // 4, device=device).copy_(source), device=device,
                           bytes_moved=nbytes)
 ''' + _PLAIN_BENCHMARK, {"transfer-benchmark-only-the-copy"}, False),
-        ("a linear x axis", '''
-def measure_copy(nbytes, device):
-    source = torch.ones(nbytes // 4, pin_memory=torch.device(device).type == "cuda")
-    destination = torch.empty(nbytes // 4, device=device)
-    return gpulab.time_fn(lambda: destination.copy_(source), device=device, bytes_moved=nbytes)
-
-
-def bandwidth_table(sizes, device):
-    return {n: measure_copy(n, device).gbps for n in sizes}
-
+        ("a linear x axis", _MEASURED + '''
 
 def plot_bandwidth(table, figure):
     ax = figure.subplots()
@@ -232,16 +234,7 @@ def plot_bandwidth(table, figure):
     ax.set_xlabel("bytes")
     ax.set_ylabel("GB/s")
 ''', {"transfer-benchmark-plot"}, False),
-        ("plots seconds, not GB/s", '''
-def measure_copy(nbytes, device):
-    source = torch.ones(nbytes // 4, pin_memory=torch.device(device).type == "cuda")
-    destination = torch.empty(nbytes // 4, device=device)
-    return gpulab.time_fn(lambda: destination.copy_(source), device=device, bytes_moved=nbytes)
-
-
-def bandwidth_table(sizes, device):
-    return {n: measure_copy(n, device).gbps for n in sizes}
-
+        ("plots seconds, not GB/s", _MEASURED + '''
 
 def plot_bandwidth(table, figure):
     ax = figure.subplots()
