@@ -162,7 +162,7 @@ def note(where, text: str) -> None:
 
 
 def legend(figure, fontsize: float = 7) -> None:
-    """One legend for the whole figure, beside the axes, each label once."""
+    """One legend for the whole figure, beside the axes, each label once (matplotlib 3.7+)."""
     handles, labels = [], []
     for ax in figure.axes:
         for handle, label in zip(*ax.get_legend_handles_labels()):
