@@ -145,6 +145,41 @@ def test_expected_seconds_follows_the_plan_time_fn_makes(monkeypatch, call_s):
     assert timing.expected_seconds(call_s, budget_s=0.1, warmup=3) == pytest.approx(call_s * (len(warmups) + sum(made)))
 
 
+def test_sampling_stops_in_time_when_the_machine_slows_down_after_the_plan(monkeypatch):
+    # A fake clock: the call that sizes the samples takes 0.1 ms, every later call 5 ms, as when
+    # another process takes the cores away. Planned from the quick call, 50 samples of 20 calls
+    # would run 5 s; the timer stops at twice its plan, with its minimum of samples.
+    clock = [0.0]
+    made = []
+
+    def fake_sample(fn, calls, device):
+        call_s = 1e-4 if not made else 5e-3
+        made.append(calls)
+        clock[0] += calls * call_s
+        return call_s
+
+    monkeypatch.setattr(timing, "_wall_sample", fake_sample)
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: clock[0])
+    result = time_fn(lambda: None, device="cpu", mode="wall", warmup=0, budget_s=0.1, min_samples=5)
+    assert result.calls_per_sample == 20
+    assert result.num_samples == 5
+    assert result.median_s == 5e-3
+    assert clock[0] < 1.0
+
+
+def test_a_steady_machine_takes_every_planned_sample(monkeypatch):
+    clock = [0.0]
+
+    def fake_sample(fn, calls, device):
+        clock[0] += calls * 1e-4
+        return 1e-4
+
+    monkeypatch.setattr(timing, "_wall_sample", fake_sample)
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: clock[0])
+    result = time_fn(lambda: None, device="cpu", mode="wall", warmup=0, budget_s=0.1, min_samples=5)
+    assert result.num_samples == 50  # 0.1 s of budget in samples of 20 calls of 0.1 ms
+
+
 def test_expected_seconds_grows_with_the_call_and_a_quick_call_costs_the_budget():
     assert timing.expected_seconds(1e-6, budget_s=0.1) == pytest.approx(0.1, rel=0.05)
     assert timing.expected_seconds(1.0) == pytest.approx(8.0)       # 2 warm-up + 1 sizing + 5 samples

@@ -210,7 +210,9 @@ def time_fn(
     - ``flops`` / ``bytes_moved``: the work of one call, to report GFLOP/s or GB/s.
     - ``warmup`` calls run first and are not measured. A call shorter than
       ``min_sample_s`` is repeated within each sample, and samples are taken until
-      ``budget_s`` is spent (at least ``min_samples``, at most ``max_samples``).
+      ``budget_s`` is spent (at least ``min_samples``, at most ``max_samples``), as planned
+      from one timed call; on a machine busier than that call showed, sampling stops at
+      twice the planned time, once it has ``min_samples``.
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
@@ -223,9 +225,18 @@ def time_fn(
     calls, samples = _plan(estimate_s, min_samples, max_samples, budget_s, min_sample_s)
     use_events = mode == "device" and device.type == "cuda"
     sample = _cuda_event_sample if use_events else _wall_sample
-    samples_s = tuple(sample(fn, calls, device) for _ in range(samples))
+    # The plan rests on one call. On a busy machine the calls that follow can be many times
+    # slower than that one (a process that shares the cores takes them away for whole time
+    # slices), so sampling also stops, once it has min_samples, when it has run twice as long
+    # as planned: the timer stays within its budget instead of running for minutes.
+    deadline = time.perf_counter() + 2 * max(budget_s, estimate_s * calls * min_samples)
+    samples_s = []
+    while len(samples_s) < samples:
+        samples_s.append(sample(fn, calls, device))
+        if len(samples_s) >= min_samples and time.perf_counter() > deadline:
+            break
     return Timing(
-        samples_s=samples_s,
+        samples_s=tuple(samples_s),
         calls_per_sample=calls,
         device=str(device),
         clock="cuda events" if use_events else "wall clock",
