@@ -293,6 +293,19 @@ def test_one_exercise_can_be_graded_alone(tiny, tmp_path):
     assert refused.returncode == 2 and "no exercise cube" in refused.stderr
 
 
+def test_exercises_graded_side_by_side_share_the_cores(tiny, tmp_path, monkeypatch):
+    # Two kernels at once on four cores: two threads each, so torch's parallel ops never wait for
+    # a thread the OS parked. The answer reads what its kernel was given.
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    answer = "import os\nANSWER = 42 if os.environ.get('OMP_NUM_THREADS') == '2' else os.environ.get('OMP_NUM_THREADS')"
+    report = grading.grade(submit(tmp_path, {**CORRECT, "const": answer}), timeout=float(TIMEOUT), workers=2)
+    assert by_check(report)["const-0"].outcome == "passed", by_check(report)["const-0"].message
+    alone = grading.grade(submit(tmp_path, {**CORRECT, "const": answer.replace("'2'", "'4'")}),
+                          timeout=float(TIMEOUT), workers=2, only=["const"])
+    assert by_check(alone)["const-0"].outcome == "passed", by_check(alone)["const-0"].message
+
+
 def test_a_missing_file_exits_2(tmp_path):
     done = run_grade(tmp_path / "nothing.ipynb")
     assert done.returncode == 2 and "no such file" in done.stderr

@@ -366,7 +366,8 @@ def _kill_leftovers(marker: str) -> None:
 _PYTEST = "import sys; sys.modules['rfc3987_syntax'] = None; import pytest; sys.exit(pytest.main(sys.argv[1:]))"
 
 
-def _grade_exercise(solution: dict, exercise: str, answer_source: str, timeout: float, workdir: Path) -> dict:
+def _grade_exercise(solution: dict, exercise: str, answer_source: str, timeout: float, workdir: Path,
+                    threads: int = 1) -> dict:
     folder = workdir / exercise
     (folder / "runtime").mkdir(parents=True)
     (folder / "tmp").mkdir()
@@ -378,6 +379,10 @@ def _grade_exercise(solution: dict, exercise: str, answer_source: str, timeout: 
     env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", GPULAB_GRADE_RESULTS=str(results), JUPYTER_RUNTIME_DIR=str(folder / "runtime"),
                IPYTHONDIR=str(folder / "ipython"), MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1",
                JUPYTER_PLATFORM_DIRS="1", TMPDIR=str(folder / "tmp"))  # what a submission writes goes with it
+    # Exercises are graded side by side: each kernel gets its share of the cores. More threads
+    # than cores make every parallel torch op wait for a thread the OS has parked, and a check
+    # that runs thousands of them (a timing loop) then takes minutes instead of a second.
+    env.setdefault("OMP_NUM_THREADS", str(threads))
     command = [sys.executable, "-c", _PYTEST, "-q", "-c", str(folder / "pytest.ini"), "--rootdir", str(folder),
                "-p", "no:cacheprovider", "-p", "nbval", "-p", "gpulab._nbval_report", "--nbval-lax",
                "--nbval-current-env", f"--nbval-cell-timeout={timeout:g}", str(notebook_path)]
@@ -421,10 +426,13 @@ def grade(submission_path: Path, *, timeout: float = 30.0, lesson: str | None = 
             notes.append(f"no answer cell for exercise {exercise!r} (deleted, or its metadata removed?)")
             answers[exercise] = "\n".join(STUB)
 
+    cores = os.cpu_count() or 1
+    side_by_side = max(1, min(workers, cores, len(parts)))
     with tempfile.TemporaryDirectory(prefix="gpulab-grade-") as workdir:
-        with ThreadPoolExecutor(max_workers=max(1, min(workers, os.cpu_count() or 1))) as pool:
+        with ThreadPoolExecutor(max_workers=side_by_side) as pool:
             futures = {exercise: pool.submit(_grade_exercise, solution, exercise, answers[exercise],
-                                             timeout, Path(workdir)) for exercise in parts}
+                                             timeout, Path(workdir), max(1, cores // side_by_side))
+                       for exercise in parts}
             outcomes = {exercise: future.result() for exercise, future in futures.items()}
 
     checks = []
