@@ -1,3 +1,4 @@
+import os
 import pathlib
 import tempfile
 
@@ -7,6 +8,22 @@ import torch
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU; this machine has none")
+
+# Where a machine must run everything, a skip for want of it is a failure: the GPU runner sets
+# GPULAB_REQUIRE_CUDA=1 (make test-gpu), CI sets GPULAB_REQUIRE_BROWSER=1 (.ci/run).
+REQUIRED = {"GPULAB_REQUIRE_CUDA": "needs a CUDA GPU", "GPULAB_REQUIRE_BROWSER": "needs Chromium"}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped:
+        reason = str(report.longrepr[-1] if isinstance(report.longrepr, tuple) else report.longrepr)
+        for variable, words in REQUIRED.items():
+            if os.environ.get(variable) == "1" and words in reason:
+                report.outcome = "failed"
+                report.longrepr = f"{variable}=1, so this may not be skipped: {reason}"
 
 
 @pytest.fixture

@@ -100,6 +100,8 @@ class Quiz:
     def check(self, number: int) -> bool | None:
         """Check question ``number``; return whether it is right (None when nothing is chosen)."""
         question, radio = self.questions[number], self.radios[number]
+        # Cleared first, so that checking again shows as a change even when the verdict is the same.
+        self.feedback[number].value = ""
         if radio.value is None:
             self.feedback[number].value = "<i>choose an answer first</i>"
             self.correct[number] = None
