@@ -1,5 +1,6 @@
-# make lab  — set up .venv if needed and start JupyterLab on the lessons
-# make test — set up .venv if needed and run every test (also under Colab's ipywidgets 7.7.1)
+# make lab      — set up .venv if needed and start JupyterLab on the lessons
+# make test     — set up .venv if needed and run every test (also under Colab's ipywidgets 7.7.1)
+# make test-gpu — on a CUDA machine: every test with no CUDA test skipped, then reference records
 
 PYTHON ?= python3
 VENV := .venv
@@ -14,7 +15,7 @@ ifeq ($(shell id -u 2>/dev/null),0)
   LAB_FLAGS += --allow-root
 endif
 
-.PHONY: lab test test-colab clean
+.PHONY: lab test test-colab test-gpu clean
 
 # A venv is rebuilt from its stamp's prerequisites: change pyproject.toml or a constraints
 # file and the next make brings it up to date; otherwise it is reused as it is.
@@ -38,6 +39,17 @@ test: $(VENV)/.installed $(VENV_COLAB)/.installed
 
 test-colab: $(VENV_COLAB)/.installed
 	$(VENV_COLAB)/bin/python -m pytest tests/test_widgets.py tests/test_quiz.py notebooks
+
+# The GPU runner. GPU_PYTHON is the Python to test with: .venv's by default; on a prepared offline
+# machine tools/gpu-runner/run.sh passes its own. PYTEST_ARGS narrows the suite when needed.
+GPU_PYTHON ?= $(VENV)/bin/python
+BENCH_OUT ?= bench-results
+PYTEST_ARGS ?=
+
+test-gpu: $(if $(filter $(VENV)/bin/python,$(GPU_PYTHON)),$(VENV)/.installed)
+	$(if $(shell $(GPU_PYTHON) -c 'import torch; print(torch.cuda.is_available() or "")' 2>/dev/null),,$(error make test-gpu needs a CUDA GPU, and $(GPU_PYTHON)'s torch finds none on this machine))
+	GPULAB_REQUIRE_CUDA=1 $(GPU_PYTHON) -m pytest $(PYTEST_ARGS)
+	$(GPU_PYTHON) -m gpulab bench $(BENCH_OUT)
 
 clean:
 	rm -rf $(VENV) $(VENV_COLAB) build src/*.egg-info
