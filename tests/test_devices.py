@@ -85,6 +85,26 @@ def test_describe_renders_as_text_and_html():
     assert html.startswith("<table>") and html.count("<tr>") == 1 + len(table)
 
 
+def test_peak_memory_bandwidth_is_double_data_rate_times_the_bus():
+    from types import SimpleNamespace
+
+    # An H100 SXM as torch describes it: 2619 MHz memory clock, a 5120-bit bus: 3.35 TB/s on its data sheet.
+    h100 = SimpleNamespace(memory_clock_rate=2_619_000, memory_bus_width=5120)
+    assert devices.peak_memory_gbps(h100) == pytest.approx(3352.3, abs=0.1)
+    assert devices.peak_memory_gbps(SimpleNamespace(memory_clock_rate=0, memory_bus_width=5120)) is None
+    assert devices.peak_memory_gbps(SimpleNamespace(name="an older torch without the fields")) is None
+
+
+def test_device_details_name_l2_and_peak_bandwidth_when_known():
+    info = devices.DeviceInfo(device="cuda:0", name="GPU", type="cuda", total_memory_bytes=80 * 2**30,
+                              compute_capability="9.0", multiprocessors=132, l2_cache_bytes=50 * 2**20,
+                              peak_memory_gbps=3352.3)
+    assert info.as_row()["details"] == ("compute capability 9.0, 132 multiprocessors, 50 MiB L2, "
+                                        "3,352 GB/s peak memory bandwidth")
+    bare = devices.DeviceInfo(device="xpu:0", name="GPU", type="xpu", total_memory_bytes=None)
+    assert bare.as_row()["details"] == "—" and bare.as_row()["memory"] == "—"
+
+
 def test_synchronize_accepts_cpu_and_meta():
     gpulab.synchronize("cpu")
     gpulab.synchronize(torch.device("meta"))
@@ -101,6 +121,7 @@ def test_describe_reports_cuda_properties():
         assert info.multiprocessors == props.multi_processor_count
         assert info.compute_capability == f"{props.major}.{props.minor}"
         assert info.bf16 == ((props.major, props.minor) >= (8, 0))
+        assert info.peak_memory_gbps == devices.peak_memory_gbps(props)
 
 
 @requires_cuda

@@ -13,6 +13,8 @@ import platform
 
 import torch
 
+from .tables import Table
+
 __all__ = [
     "DeviceInfo",
     "DeviceTable",
@@ -22,6 +24,7 @@ __all__ = [
     "describe",
     "gpu",
     "num_gpus",
+    "peak_memory_gbps",
     "synchronize",
     "try_all_gpus",
     "try_gpu",
@@ -132,6 +135,8 @@ class DeviceInfo:
     cores: int | None = None
     torch_threads: int | None = None
     simd: str | None = None
+    l2_cache_bytes: int | None = None
+    peak_memory_gbps: float | None = None
 
     def as_row(self) -> dict[str, str]:
         """The record as table cells, with units."""
@@ -148,6 +153,10 @@ class DeviceInfo:
                 parts.append(f"compute capability {self.compute_capability}")
             if self.multiprocessors:
                 parts.append(f"{self.multiprocessors} multiprocessors")
+            if self.l2_cache_bytes:
+                parts.append(f"{self.l2_cache_bytes / 2**20:.0f} MiB L2")
+            if self.peak_memory_gbps:
+                parts.append(f"{self.peak_memory_gbps:,.0f} GB/s peak memory bandwidth")
             detail = ", ".join(parts) or "—"
         return {
             "device": self.device,
@@ -159,37 +168,11 @@ class DeviceInfo:
         }
 
 
-class DeviceTable(list):
+class DeviceTable(Table):
     """A list of :class:`DeviceInfo` that prints as a table (text in a terminal, HTML in Jupyter)."""
 
     def rows(self) -> list[dict[str, str]]:
         return [info.as_row() for info in self]
-
-    def __str__(self) -> str:
-        rows = self.rows()
-        if not rows:
-            return "(no devices)"
-        headers = list(rows[0])
-        widths = {h: max(len(h), *(len(r[h]) for r in rows)) for h in headers}
-        lines = ["  ".join(h.ljust(widths[h]) for h in headers)]
-        lines.append("  ".join("-" * widths[h] for h in headers))
-        lines += ["  ".join(r[h].ljust(widths[h]) for h in headers) for r in rows]
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        from html import escape
-
-        rows = self.rows()
-        headers = list(rows[0]) if rows else []
-        head = "".join(f"<th style='text-align:left'>{escape(h)}</th>" for h in headers)
-        body = "".join(
-            "<tr>" + "".join(f"<td style='text-align:left'>{escape(r[h])}</td>" for h in headers) + "</tr>"
-            for r in rows
-        )
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-    def _repr_pretty_(self, printer, cycle) -> None:
-        printer.text(str(self))
 
 
 def _cpu_model() -> str:
@@ -239,6 +222,21 @@ def _cpu_info() -> DeviceInfo:
     )
 
 
+def peak_memory_gbps(properties) -> float | None:
+    """A GPU's theoretical memory bandwidth in GB/s, from its device properties, or None.
+
+    Memory transfers data on both edges of its clock (double data rate), ``bus_width`` bits at
+    a time: ``2 × memory_clock_rate (kHz) × 1000 × memory_bus_width / 8`` bytes per second.
+    ``properties`` is what ``torch.cuda.get_device_properties`` returns. Recent torch versions
+    expose both fields; where either is missing, or zero, the answer is None.
+    """
+    clock_khz = getattr(properties, "memory_clock_rate", 0) or 0
+    bus_bits = getattr(properties, "memory_bus_width", 0) or 0
+    if clock_khz <= 0 or bus_bits <= 0:
+        return None
+    return 2 * clock_khz * 1e3 * bus_bits / 8 / 1e9
+
+
 def _cuda_info(i: int) -> DeviceInfo:
     props = torch.cuda.get_device_properties(i)
     # bf16 and TF32 tensor cores arrived with Ampere (compute capability 8.0). A T4 (7.5)
@@ -254,6 +252,8 @@ def _cuda_info(i: int) -> DeviceInfo:
         multiprocessors=props.multi_processor_count,
         bf16=ampere_or_newer or is_rocm,
         tf32=ampere_or_newer and not is_rocm,
+        l2_cache_bytes=getattr(props, "L2_cache_size", None) or None,
+        peak_memory_gbps=peak_memory_gbps(props),
     )
 
 
