@@ -206,3 +206,31 @@ def test_pinned_memory_is_released_only_where_an_accelerator_can(monkeypatch):
 
     monkeypatch.setattr(torch.accelerator, "empty_host_cache", refuses)
     assert memory.release_pinned_memory() is False
+
+
+def test_known_gpus_have_their_ridge_points_and_name_each_peak_once():
+    h100 = next(gpu for gpu in reference.KNOWN_GPUS if gpu.name == "H100 SXM")
+    assert h100.ridge("float32") == pytest.approx(67e12 / 3350e9)
+    assert h100.ridge("bfloat16") == pytest.approx(989e12 / 3350e9)
+    t4 = next(gpu for gpu in reference.KNOWN_GPUS if gpu.name == "T4")
+    with pytest.raises(ValueError, match="no tensor cores for bfloat16"):
+        t4.ridge("bfloat16")
+    # The H200 computes like the H100: its peak is named once; the T4 has no bf16 tensor cores.
+    assert list(reference.SPEC_PEAK_TFLOPS["float32"]) == ["T4", "A100 SXM", "H100 SXM"]
+    assert "T4" not in reference.SPEC_PEAK_TFLOPS["bfloat16"] and reference.SPEC_PEAK_TFLOPS["float16"]["T4"] == 65
+    rows = reference.known_gpus().rows()
+    assert [row["GPU"] for row in rows] == [gpu.name for gpu in reference.KNOWN_GPUS]
+    assert rows[-1]["bandwidth"] == "4,800 GB/s" and rows[0]["ridge 16-bit"] == "203 FLOP/B"
+
+
+def test_a_reference_measured_on_a_cpu_names_that_cpu_not_the_gpu_and_keeps_its_range():
+    mine = {"threads": [1, 2], "speedup": {"measured": [1.0, 1.8]}}
+    record = reference_record({"threads": [1, 2, 4, 8, 16], "speedup": {"measured": [1.0, 1.9, 3.6, 6.5, 11.0]}})
+    record["devices"] = [{"device": "cpu", "name": "Test CPU", "type": "cpu", "cores": 16},
+                         {"device": "cuda:0", "name": "Test GPU", "type": "cuda"}]
+    ax = plots.new_figure().subplots()
+    lines = plots.series(ax, mine, x="threads", y="speedup", reference=record, on_reference_cpu=True)
+    theirs = lines[1]
+    assert theirs.get_label() == "measured · Test CPU, 16 cores (reference)" and "Test GPU" not in theirs.get_label()
+    assert list(theirs.get_xdata()) == [1, 2, 4, 8, 16]          # not clipped to your two thread counts
+    assert plots.reference_cpu({"devices": []}) == "the reference machine's CPU"

@@ -8,12 +8,15 @@ show numbers that were not measured.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from importlib import resources
 from typing import Any
 
-__all__ = ["LINK_MODEL", "NOT_RECORDED", "PCIE_X16_GBPS", "REQUIRED", "SPEC_PEAK_TFLOPS", "describe", "load",
-           "names", "validate"]
+from .tables import Table
+
+__all__ = ["KNOWN_GPUS", "KnownGPU", "LAUNCH_MODEL_S", "LINK_MODEL", "NOT_RECORDED", "PCIE_X16_GBPS", "REQUIRED", "SPEC_PEAK_TFLOPS",
+           "describe", "known_gpus", "load", "names", "validate"]
 
 NOT_RECORDED = "no GPU reference recorded yet"
 
@@ -33,12 +36,71 @@ PCIE_X16_GBPS = {"PCIe 3.0 ×16": 15.75, "PCIe 4.0 ×16": 31.5, "PCIe 5.0 ×16":
 # typical of a PCIe 4.0 ×16 link in practice (about 80% of its 31.5 GB/s).
 LINK_MODEL = {"name": "PCIe 4.0 ×16", "latency_s": 10e-6, "gbps": 25.0}
 
-# Peak dense matrix-multiply TFLOP/s from NVIDIA's data sheets (tensor cores where the dtype uses
-# them; float32 without TF32, which PyTorch leaves off for matmul by default).
-SPEC_PEAK_TFLOPS = {
-    "float32": {"T4": 8.1, "A100 SXM": 19.5, "H100 SXM": 67.0},
-    "bfloat16": {"A100 SXM": 312.0, "H100 SXM": 989.0},
-}
+# The fixed cost of one small PyTorch operation on a GPU, for the model lesson 00 draws where no GPU
+# was measured: Python, PyTorch's dispatch and the kernel launch together take microseconds.
+LAUNCH_MODEL_S = 5e-6
+
+@dataclasses.dataclass(frozen=True)
+class KnownGPU:
+    """A GPU's figures from NVIDIA's data sheets (SXM versions; dense math, no sparsity)."""
+
+    name: str
+    multiprocessors: int
+    memory: str
+    memory_gbps: float          # peak memory bandwidth, GB/s
+    float32_tflops: float       # FP32 on the CUDA cores (no TF32, which PyTorch leaves off for matmul)
+    tensor_tflops: float        # 16-bit matrix multiply on the tensor cores
+    tensor_dtypes: tuple        # the 16-bit types they run: float16 only on the T4, bfloat16 too from Ampere on
+    link: str                   # to the host
+
+    def ridge(self, dtype: str = "float32") -> float:
+        """FLOP per byte at which the GPU stops being memory-bound: peak FLOP/s ÷ peak bytes/s."""
+        if dtype != "float32" and dtype not in self.tensor_dtypes:
+            raise ValueError(f"the {self.name} has no tensor cores for {dtype}")
+        tflops = self.float32_tflops if dtype == "float32" else self.tensor_tflops
+        return tflops * 1e12 / (self.memory_gbps * 1e9)
+
+
+KNOWN_GPUS = (
+    KnownGPU("T4", 40, "16 GB GDDR6", 320, 8.1, 65, ("float16",), "PCIe 3.0 ×16"),
+    KnownGPU("A100 SXM", 108, "80 GB HBM2e", 2039, 19.5, 312, ("bfloat16", "float16"), "PCIe 4.0 ×16"),
+    KnownGPU("H100 SXM", 132, "80 GB HBM3", 3350, 67, 989, ("bfloat16", "float16"), "PCIe 5.0 ×16"),
+    KnownGPU("H200 SXM", 132, "141 GB HBM3e", 4800, 67, 989, ("bfloat16", "float16"), "PCIe 5.0 ×16"),
+)
+
+
+def _spec_peaks(dtype: str) -> dict[str, float]:
+    # A GPU whose peak equals one listed before it (the H200 computes as fast as the H100) is named once.
+    peaks: dict[str, float] = {}
+    for gpu in KNOWN_GPUS:
+        if dtype == "float32":
+            value = gpu.float32_tflops
+        elif dtype in gpu.tensor_dtypes:
+            value = gpu.tensor_tflops
+        else:
+            continue
+        if value not in peaks.values():
+            peaks[gpu.name] = value
+    return peaks
+
+
+# Peak dense matrix-multiply TFLOP/s by dtype, from the data sheets above.
+SPEC_PEAK_TFLOPS = {dtype: _spec_peaks(dtype) for dtype in ("float32", "bfloat16", "float16")}
+
+
+def known_gpus() -> Table:
+    """The data-sheet figures of well-known GPUs as a table, with each one's ridge points."""
+    return Table({
+        "GPU": gpu.name,
+        "SMs": gpu.multiprocessors,
+        "memory": gpu.memory,
+        "bandwidth": f"{gpu.memory_gbps:,.0f} GB/s",
+        "FP32": f"{gpu.float32_tflops:g} TFLOP/s",
+        "16-bit tensor cores": f"{gpu.tensor_tflops:g} TFLOP/s ({', '.join(gpu.tensor_dtypes)})",
+        "ridge FP32": f"{gpu.ridge('float32'):.0f} FLOP/B",
+        "ridge 16-bit": f"{gpu.ridge(gpu.tensor_dtypes[0]):.0f} FLOP/B",
+        "link to host": gpu.link,
+    } for gpu in KNOWN_GPUS)
 
 
 def _folder():
