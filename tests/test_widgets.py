@@ -46,6 +46,7 @@ def test_set_a_control_click_run_and_read_the_result():
     assert panel.progress.bar_style == "success"
     (image,) = png_outputs(panel)
     assert base64.b64decode(image["data"]["image/png"]).startswith(b"\x89PNG")
+    assert 0 < panel.experiment_s <= panel.elapsed_s          # the experiment alone, then with its figure
 
 
 def test_showing_runs_once_with_the_defaults():
@@ -139,6 +140,13 @@ def test_bytes_slider_is_labelled_and_capped():
 def test_int_slider_is_capped():
     slider = widgets.int_slider("batch", 1, 512, 300, cap=256)
     assert slider.max == 256 and slider.value == 256
+
+
+def test_choice_slider_offers_its_values_and_refuses_a_default_outside_them():
+    slider = widgets.choice_slider("p", [0.5, 0.9, 0.95, 0.99], 0.95)
+    assert list(slider.options) == [0.5, 0.9, 0.95, 0.99] and slider.value == 0.95
+    with pytest.raises(ValueError, match="not one of"):
+        widgets.choice_slider("p", [0.5, 0.9], 0.8)
 
 
 def test_powers_of_two():

@@ -101,7 +101,8 @@ def record_of(panel, lesson: str, command: str) -> dict[str, Any]:
         "command": command,
         "settings": _jsonable(panel.values, "settings"),
         "elapsed_s": panel.elapsed_s,
-        # What the panel predicted the run would take (its estimate_s), to compare with elapsed_s.
+        "experiment_s": panel.experiment_s,
+        # What the panel predicted the experiment would take (its estimate_s), to compare with experiment_s.
         "estimated_s": panel.estimate_s(**panel.values) if panel.estimate_s is not None else None,
         "result": _jsonable(panel.result, f"{panel.name}'s result"),
     }

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from . import plots, reference
 
-__all__ = ["FOR_PANEL", "bandwidth", "matmul", "placement", "sync", "throughput"]
+__all__ = ["FOR_PANEL", "amdahl", "bandwidth", "matmul", "overhead", "placement", "roofline", "sync", "throughput"]
 
 
 def _no_accelerator(result: dict, by_device_key: str | None = None) -> bool:
@@ -20,11 +20,128 @@ def _no_accelerator(result: dict, by_device_key: str | None = None) -> bool:
 
 
 def _finish(ax, xlabel: str, ylabel: str, *, x: str = "log2") -> None:
-    {"log2": plots.log2_axis, "bytes": plots.bytes_axis}[x](ax)
+    {"log2": plots.log2_axis, "bytes": plots.bytes_axis, "log": plots.log_axis}[x](ax)
     plots.log_axis(ax, "y")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(True, which="major", alpha=0.3)
+
+
+# ---------------------------------------------------------------- lesson 00
+
+
+def _rate(value: float) -> str:
+    return f"{value:,.0f}" if value >= 10 else f"{value:.2g}"
+
+
+def _roof(ceilings: dict, dtype: str, intensity: float) -> float:
+    """The roofline: what a device can reach at ``intensity`` FLOP/byte, in GFLOP/s."""
+    return min(ceilings[dtype], ceilings["copy_gbps"] * intensity)
+
+
+def _roof_grid(intensities, ridges) -> list[float]:
+    # From below the first point to past the last point and past every ridge, so the bend shows.
+    low, high = min(intensities) / 2, max(*intensities, *ridges) * 2
+    steps = 48
+    return [low * (high / low) ** (k / steps) for k in range(steps + 1)]
+
+
+def roofline(result: dict, figure) -> None:
+    """00_roofline: achieved GFLOP/s of a Linear layer against its arithmetic intensity, under the
+    roof the device's measured ceilings make, with its ridge point; without an accelerator and a
+    reference, the rooflines of well-known GPUs from their data sheets."""
+    record = reference.load("00_roofline")
+    usable = record if record is not None and record["result"].get("dtype") == result["dtype"] else None
+    dtype, ax = result["dtype"], figure.subplots()
+    grid = _roof_grid(result["intensity"], [c[dtype] / c["copy_gbps"] for c in result["ceilings"].values()])
+    batches = result["batches"]
+    plots.series(ax, result, x="intensity", y="gflops", by_device=True, reference=usable,
+                 label=lambda device: f"{device}: Linear {result['width']}→{result['width']}, batch {batches[0]}…{batches[-1]}")
+    runs = [("yours", result, None)] + ([("reference", usable["result"], usable["device"].get("name", "reference GPU"))]
+                                        if usable is not None else [])
+    for owner, run, gpu in runs:
+        for device, ceilings in run["ceilings"].items():
+            if owner == "reference" and not plots.is_accelerator(device):
+                continue
+            color = plots.color_for(device) if owner == "yours" else plots.DEVICE_COLORS["reference"]
+            name = device if owner == "yours" else f"{gpu} (reference)"
+            ax.plot(grid, [_roof(ceilings, dtype, i) for i in grid], "-" if owner == "yours" else "--", color=color,
+                    linewidth=2.5, alpha=0.35, label=f"{name} roof: {_rate(ceilings[dtype])} GFLOP/s, "
+                    f"{_rate(ceilings['copy_gbps'])} GB/s", gid=f"{owner}|roof {device}")
+            if owner == "yours":
+                ridge = ceilings[dtype] / ceilings["copy_gbps"]
+                plots.mark_x(ax, ridge, f"ridge {ridge:.1f} FLOP/B")
+                for other, peak in ceilings.items():
+                    if other not in (dtype, "copy_gbps"):
+                        ax.axhline(peak, color=color, linestyle="-.", linewidth=1, alpha=0.6,
+                                   label=f"{device} {other} peak: {_rate(peak)} GFLOP/s", gid=f"yours|peak {other} {device}")
+    if _no_accelerator(result, "gflops") and usable is None:
+        for index, gpu in enumerate(g for g in reference.KNOWN_GPUS if g.name in ("T4", "H100 SXM")):
+            if dtype != "float32" and dtype not in gpu.tensor_dtypes:
+                continue
+            peak = (gpu.float32_tflops if dtype == "float32" else gpu.tensor_tflops) * 1e3
+            plots.known_curve(ax, grid, [min(peak, gpu.memory_gbps * i) for i in grid],
+                              f"{gpu.name} roof, {dtype} (spec sheet): {peak:,.0f} GFLOP/s, {gpu.memory_gbps:,} GB/s", index)
+        plots.note(figure, "no accelerator here · " + (reference.NOT_RECORDED if record is None else
+                   f"the reference was recorded in {record['result'].get('dtype')}"))
+    _finish(ax, f"arithmetic intensity (FLOP per byte moved, {dtype})", "achieved GFLOP/s", x="log")
+    plots.legend(figure)
+
+
+def overhead(result: dict, figure) -> None:
+    """00_overhead: time per call of a tiny elementwise op, and the bandwidth it reaches, against the
+    tensor's size; where each device's time leaves its floor. Without an accelerator and a
+    reference, a GPU modelled as a fixed cost per call plus its data sheet's bandwidth."""
+    record = reference.load("00_overhead")
+    time_ax, rate_ax = figure.subplots(1, 2)
+    sizes = result["sizes"]
+    plots.series(time_ax, result, x="sizes", y="seconds", scale=1e6, by_device=True, reference=record)
+    plots.series(rate_ax, result, x="sizes", y="seconds", derive=lambda n, s: 2 * n / s / 1e9, by_device=True,
+                 reference=record)
+    for device, values in result["seconds"].items():
+        floor = sorted(values[:3])[len(values[:3]) // 2]
+        leaves = next((n for n, s in zip(sizes, values) if s > 2 * floor), None)
+        if leaves is not None:
+            plots.mark_x(time_ax, leaves, f"{device}: 2× its floor")
+    if _no_accelerator(result, "seconds") and record is None:
+        h100 = next(g for g in reference.KNOWN_GPUS if g.name == "H100 SXM")
+        per_call_s = reference.LAUNCH_MODEL_S
+        model_s = [per_call_s + 2 * n / (h100.memory_gbps * 1e9) for n in sizes]
+        label = (f"a GPU, model: {per_call_s * 1e6:g} µs a call + bytes / {h100.memory_gbps:,} GB/s "
+                 f"({h100.name} spec sheet)")
+        plots.known_curve(time_ax, sizes, [s * 1e6 for s in model_s], label, 3)
+        plots.known_curve(rate_ax, sizes, [2 * n / s / 1e9 for n, s in zip(sizes, model_s)], label, 3)
+        plots.note(figure, "no accelerator here · " + reference.NOT_RECORDED)
+    time_ax.set_title("time per call of x.add_(1)", fontsize=9)
+    rate_ax.set_title("bytes read and written per second", fontsize=9)
+    _finish(time_ax, "tensor size", "µs per call", x="bytes")
+    _finish(rate_ax, "tensor size", "achieved GB/s", x="bytes")
+    plots.legend(figure)
+
+
+def amdahl(result: dict, figure) -> None:
+    """00_amdahl: a CPU matmul's measured speed-up against its threads, Amdahl's law fitted to it,
+    and the law for the chosen p up to the chosen number of processors (curves the lesson computed)."""
+    record = reference.load("00_amdahl")
+    ax = figure.subplots()
+    law, p = result["law"], result["p"]
+    ax.plot(law["processors"], law["speedup"], "-", color="#8172b2", linewidth=2, label=f"Amdahl's law, p = {p:g}",
+            gid="model|law")
+    ax.axhline(1 / (1 - p), color="#8172b2", linestyle=":", linewidth=1,
+               label=f"its limit 1 / (1 − p) = {1 / (1 - p):,.0f}×", gid="model|limit")
+    perfect = [n for n in law["processors"] if n <= 2 / (1 - p)]
+    ax.plot(perfect, perfect, ":", color="#999999", label="perfect scaling: speed-up = N", gid="model|perfect")
+    fit = result["fit"]
+    if fit is not None:
+        ax.plot(fit["processors"], fit["speedup"], "--", color=plots.DEVICE_COLORS["cpu"], linewidth=1,
+                label=f"Amdahl's law fitted to your measurement: p = {fit['p']:.2f}", gid="model|fit")
+    plots.series(ax, result, x="threads", y="speedup", reference=record, on_reference_cpu=True,
+                 colors={"measured": plots.DEVICE_COLORS["cpu"]},
+                 label=lambda name: f"{name} here: {result['n']}×{result['n']} matmul, {result['cores']} cores")
+    plots.mark_x(ax, result["cores"], f"{result['cores']} cores here")
+    ax.set_title("speed-up of a CPU matrix multiply with more threads, and Amdahl's law", fontsize=9)
+    _finish(ax, "processors (threads) N", "speed-up over one")
+    plots.legend(figure)
 
 
 # ---------------------------------------------------------------- lesson 01
@@ -195,5 +312,5 @@ def placement(result: dict, figure) -> None:
 
 
 # Which figure draws which panel (and reads that panel's reference).
-FOR_PANEL = {"01_matmul": matmul, "02_bandwidth": bandwidth, "02_sync": sync, "03_throughput": throughput,
+FOR_PANEL = {"00_roofline": roofline, "00_overhead": overhead, "00_amdahl": amdahl, "01_matmul": matmul, "02_bandwidth": bandwidth, "02_sync": sync, "03_throughput": throughput,
              "03_placement": placement}

@@ -17,7 +17,7 @@ from typing import Callable, Iterable
 
 __all__ = [
     "DEVICE_COLORS", "bytes_axis", "color_for", "format_bytes", "is_accelerator", "known_curve", "known_level",
-    "legend", "log2_axis", "log_axis", "mark_x", "new_figure", "note", "save", "series", "to_png",
+    "legend", "log2_axis", "log_axis", "mark_x", "new_figure", "note", "reference_cpu", "save", "series", "to_png",
 ]
 
 # One colour per device type, the same in every lesson; the reference GPU is drawn dashed.
@@ -196,6 +196,7 @@ def series(
     names: Callable[[str], bool] | None = None,
     label: Callable[[str], str] | None = None,
     colors: dict[str, str] | None = None,
+    on_reference_cpu: bool = False,
 ) -> list:
     """Draw every series of ``result[y]`` against ``result[x]``; a reference's the same way, dashed.
 
@@ -210,6 +211,9 @@ def series(
       device and keeps its name, with the reference GPU's name added.
     - ``names`` picks which series to draw, ``label`` turns a name into a legend label, and
       ``colors`` maps names to colours (devices have theirs).
+    - ``on_reference_cpu``: the series were measured on a CPU (with threads, say), so the
+      reference's are the reference machine's CPU: they are labelled with that CPU, never with
+      its GPU, and drawn over their whole range, not only the reader's.
 
     Each line's ``gid`` is ``"yours|NAME"`` or ``"reference|NAME"``. Returns the lines drawn.
     """
@@ -218,7 +222,7 @@ def series(
     def points(run: dict, values: Iterable[float]):
         pairs = [(x_value, (derive(x_value, v) if derive else v) * scale)
                  for x_value, v in zip(run[x], values) if v is not None]
-        return [p for p in pairs if lo <= p[0] <= hi] if run is not result else pairs
+        return [p for p in pairs if lo <= p[0] <= hi] if run is not result and not on_reference_cpu else pairs
 
     lo, hi = min(result[x]), max(result[x])
     lines = []
@@ -238,10 +242,22 @@ def series(
                 continue
             xs, ys = zip(*pairs)
             color = DEVICE_COLORS["reference"] if by_device else (colors or {}).get(name)
-            text = f"{gpu} (reference)" if by_device else f"{label(name)} · {gpu} (reference)"
+            if on_reference_cpu:
+                text = f"{label(name)} · {reference_cpu(reference)} (reference)"
+            else:
+                text = f"{gpu} (reference)" if by_device else f"{label(name)} · {gpu} (reference)"
             lines += ax.plot(xs, ys, "--", marker="o", markersize=2, alpha=0.8, color=color, label=text,
                              gid=f"reference|{name}")
     return lines
+
+
+def reference_cpu(record: dict) -> str:
+    """The reference machine's CPU, as a record describes it: "AMD EPYC 9654, 16 cores"."""
+    cpu = next((d for d in record.get("devices", []) if d.get("type") == "cpu"), None)
+    if cpu is None:
+        return "the reference machine's CPU"
+    cores = f", {cpu['cores']} cores" if cpu.get("cores") else ""
+    return f"{cpu.get('name', 'CPU')}{cores}"
 
 
 def known_level(ax, value: float, label: str, index: int = 0):

@@ -27,7 +27,8 @@ import ipywidgets as w
 
 from . import plots
 
-__all__ = ["Panel", "bytes_slider", "checkbox", "dropdown", "int_slider", "log2_slider", "powers_of_two"]
+__all__ = ["Panel", "bytes_slider", "checkbox", "choice_slider", "dropdown", "int_slider", "log2_slider",
+           "powers_of_two"]
 
 _STYLE = {"description_width": "initial"}
 
@@ -92,6 +93,19 @@ def int_slider(description: str, low: int, high: int, value: int, step: int = 1,
     )
 
 
+def choice_slider(description: str, options, value) -> w.SelectionSlider:
+    """A slider over a few chosen values (e.g. ``[0.5, 0.9, 0.95, 0.99]``), starting at ``value``.
+
+    In a panel with an estimate, a slider's options must grow in cost, as a panel caps sliders
+    by time; a slider whose value costs nothing (a parameter of a formula) is never capped.
+    """
+    options = list(options)
+    if value not in options:
+        raise ValueError(f"{value!r} is not one of the options {options}")
+    return w.SelectionSlider(description=description, options=options, value=value, style=_STYLE,
+                             layout=w.Layout(width="420px"), continuous_update=False)
+
+
 def dropdown(description: str, options, value=None) -> w.Dropdown:
     """A dropdown; ``options`` is a list of values or of ``(label, value)`` pairs."""
     widget = w.Dropdown(description=description, options=options, style=_STYLE)
@@ -143,7 +157,8 @@ class Panel:
       a line under the controls says what is hidden. Slider options must grow in cost.
 
     After a run, ``result`` holds the last result (or None) and ``error`` the last
-    exception (or None). ``run()`` runs from code, as the button does.
+    exception (or None); ``elapsed_s`` is how long the run took and ``experiment_s`` how long
+    the experiment alone took, without drawing. ``run()`` runs from code, as the button does.
     """
 
     def __init__(
@@ -168,7 +183,8 @@ class Panel:
         self.result: Any = None
         self.error: BaseException | None = None
         self.runs = 0
-        self.elapsed_s: float | None = None
+        self.elapsed_s: float | None = None        # the whole run: the experiment, its plot and its summary
+        self.experiment_s: float | None = None     # the experiment alone: what estimate_s predicts
         self._running = False
         self._shown = False
 
@@ -262,6 +278,7 @@ class Panel:
         start = time.perf_counter()
         try:
             result = self.experiment(progress=self._report_progress, **self.values)
+            self.experiment_s = time.perf_counter() - start
             if self.plot is not None:
                 figure = plots.new_figure(self.figsize)
                 self.plot(result, figure)
