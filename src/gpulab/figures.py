@@ -312,5 +312,5 @@ def placement(result: dict, figure) -> None:
 
 
 # Which figure draws which panel (and reads that panel's reference).
-FOR_PANEL = {"00_roofline": roofline, "00_overhead": overhead, "00_amdahl": amdahl, "01_matmul": matmul, "02_bandwidth": bandwidth, "02_sync": sync, "03_throughput": throughput,
-             "03_placement": placement}
+FOR_PANEL = {"00_roofline": roofline, "00_overhead": overhead, "00_amdahl": amdahl, "01_matmul": matmul,
+             "02_bandwidth": bandwidth, "02_sync": sync, "03_throughput": throughput, "03_placement": placement}

@@ -15,8 +15,8 @@ from typing import Any
 
 from .tables import Table
 
-__all__ = ["KNOWN_GPUS", "KnownGPU", "LAUNCH_MODEL_S", "LINK_MODEL", "NOT_RECORDED", "PCIE_X16_GBPS", "REQUIRED", "SPEC_PEAK_TFLOPS",
-           "describe", "known_gpus", "load", "names", "validate"]
+__all__ = ["KNOWN_GPUS", "KnownGPU", "LAUNCH_MODEL_S", "LINK_MODEL", "NOT_RECORDED", "PCIE_X16_GBPS", "REQUIRED",
+           "SPEC_PEAK_TFLOPS", "describe", "known_gpus", "load", "names", "validate"]
 
 NOT_RECORDED = "no GPU reference recorded yet"
 
@@ -39,6 +39,7 @@ LINK_MODEL = {"name": "PCIe 4.0 ×16", "latency_s": 10e-6, "gbps": 25.0}
 # The fixed cost of one small PyTorch operation on a GPU, for the model lesson 00 draws where no GPU
 # was measured: Python, PyTorch's dispatch and the kernel launch together take microseconds.
 LAUNCH_MODEL_S = 5e-6
+
 
 @dataclasses.dataclass(frozen=True)
 class KnownGPU:
