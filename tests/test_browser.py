@@ -33,6 +33,8 @@ from pathlib import Path
 
 import pytest
 
+from gpulab.grading import kill_processes_mentioning
+
 from conftest import ROOT
 
 CHROMIUM = os.environ.get("GPULAB_CHROMIUM", "/usr/bin/chromium")
@@ -61,17 +63,6 @@ def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
-
-
-def _kill_processes_mentioning(marker: str) -> None:
-    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else []:
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            if marker in (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="ignore"):
-                os.kill(int(entry.name), signal.SIGKILL)
-        except OSError:
-            pass
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +113,7 @@ def lab(tmp_path_factory):
         if server.poll() is None:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait()
-        _kill_processes_mentioning(str(home))          # any kernel the server left behind
+        kill_processes_mentioning(str(home))           # any kernel the server left behind
         log.close()
 
 

@@ -35,8 +35,8 @@ from . import course
 from ._nbval_report import MESSAGE_LIMIT
 
 __all__ = [
-    "CheckResult", "Report", "SubmissionError", "TimedCall", "assign", "grade", "load_submission", "make_exercise",
-    "recorded_time_fn", "solution_path",
+    "CheckResult", "Report", "SubmissionError", "TimedCall", "assign", "grade", "kill_processes_mentioning",
+    "load_submission", "make_exercise", "recorded_time_fn", "solution_path",
 ]
 
 BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -341,8 +341,8 @@ def _run_notebook(solution: dict, exercise: str, answer_source: str) -> dict:
     return notebook
 
 
-def _kill_leftovers(marker: str) -> None:
-    """End any process (a kernel) whose command line names our temporary folder."""
+def kill_processes_mentioning(marker: str) -> None:
+    """End every process but this one whose command line names ``marker`` (a kernel left in a temporary folder)."""
     proc = Path("/proc")
     if not proc.is_dir():
         return
@@ -397,7 +397,7 @@ def _grade_exercise(solution: dict, exercise: str, answer_source: str, timeout: 
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-        _kill_leftovers(str(folder))
+        kill_processes_mentioning(str(folder))
     return json.loads(results.read_text()) if results.exists() else {}
 
 
