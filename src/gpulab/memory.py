@@ -1,13 +1,19 @@
-"""How much memory a device has free, and how large an experiment may be to fit in it."""
+"""How much memory a device has free, how large an experiment may be to fit in it, and how
+many bytes of tensors a piece of code makes (:class:`TensorLedger`, on any device)."""
 
 from __future__ import annotations
 
 import math
 import os
+import threading
+import weakref
+from typing import Callable
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
-__all__ = ["free_bytes", "largest_buffer", "largest_square_n", "release_pinned_memory"]
+__all__ = ["TensorLedger", "free_bytes", "largest_buffer", "largest_square_n", "release_pinned_memory"]
 
 
 def _host_available_bytes() -> int:
@@ -95,3 +101,80 @@ def release_pinned_memory() -> bool:
     except RuntimeError:  # a backend whose host allocator cannot release
         return False
     return True
+
+
+class TensorLedger(TorchDispatchMode):
+    """Counts the bytes of tensor storage that code makes while the ledger is active, on any device.
+
+    PyTorch's allocator statistics (``torch.cuda.max_memory_allocated``) exist only for
+    accelerators; a CPU has none. The ledger sees every operation PyTorch runs while it is
+    active (it is a ``TorchDispatchMode``), notes each new storage an operation returns and
+    when that storage is freed, and keeps
+
+    - ``live_bytes``: bytes of the storages made under the ledger that are still alive;
+    - ``peak_bytes``: the most ``live_bytes`` has been (``reset_peak()`` starts again);
+    - ``trace``: ``live_bytes`` after every allocation and every free, in order; with
+      ``sample`` (e.g. ``torch.cuda.memory_allocated``), ``samples`` holds its value at the same
+      moments — the allocator's view beside the ledger's;
+    - ``marks``: ``(position in trace, label)`` pairs set with ``mark(label)``.
+
+    Tensors that existed before the ledger started (a model's parameters) are not counted, nor
+    are views: a view shares its base's storage, nor tensors made from Python data by
+    ``torch.tensor`` (no operation makes them). ``device`` limits the count to storages on one
+    device. What it counts is tensor bytes, as ``memory_allocated`` does, without the
+    allocator's rounding up, its cache, or memory that libraries allocate on their own.
+    """
+
+    def __init__(self, device: torch.device | str | None = None, sample: Callable[[], int] | None = None):
+        super().__init__()
+        probe = torch.empty(1)
+        if probe.untyped_storage() is not probe.untyped_storage():
+            raise RuntimeError(f"TensorLedger needs a storage to keep one Python object (torch {torch.__version__} "
+                               "does not)")
+        self.device = torch.device(device) if device is not None else None
+        self.sample = sample
+        self.live_bytes = 0
+        self.peak_bytes = 0
+        self.trace: list[int] = []
+        self.samples: list[int] = []
+        self.marks: list[tuple[int, str]] = []
+        self._sizes: dict[int, int] = {}   # id of a live storage made under the ledger → its bytes
+        self._lock = threading.Lock()      # frees can come from the autograd engine's threads
+
+    def _record(self, change: int) -> None:
+        with self._lock:
+            self.live_bytes += change
+            self.peak_bytes = max(self.peak_bytes, self.live_bytes)
+            self.trace.append(self.live_bytes)
+            if self.sample is not None:
+                self.samples.append(int(self.sample()))
+
+    def _freed(self, key: int) -> None:
+        size = self._sizes.pop(key, None)
+        if size is not None:
+            self._record(-size)
+
+    def mark(self, label: str) -> None:
+        """Label this moment: the next entry of ``trace`` starts what ``label`` names."""
+        self.marks.append((len(self.trace), label))
+
+    def reset_peak(self) -> None:
+        """Start the peak again from what is live now."""
+        self.peak_bytes = self.live_bytes
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        inputs = {id(t.untyped_storage()) for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
+        for tensor in tree_leaves(out):
+            if not isinstance(tensor, torch.Tensor):
+                continue
+            if self.device is not None and tensor.device != self.device:
+                continue
+            storage = tensor.untyped_storage()
+            key = id(storage)
+            if key in inputs or key in self._sizes or storage.nbytes() == 0:
+                continue        # a view, an in-place result, or a storage already counted
+            self._sizes[key] = storage.nbytes()
+            weakref.finalize(storage, self._freed, key)
+            self._record(storage.nbytes())
+        return out

@@ -1,0 +1,167 @@
+"""gpulab.memory.TensorLedger, gpulab.simulated_memory and the snapshot figure."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+from torch import nn
+
+from gpulab import figures, plots
+from gpulab.memory import TensorLedger
+from gpulab.simulated_memory import SimulatedMemory
+
+from conftest import requires_cuda
+
+MiB = 2**20
+
+
+def test_the_ledger_counts_new_storages_once_and_sees_them_freed():
+    with TensorLedger() as ledger:
+        a = torch.ones(MiB // 4)                  # 1 MiB
+        b = a * 2                                 # 1 MiB
+        view = b[: MiB // 8]                      # shares b's storage
+        a.add_(1)                                 # in place: nothing new
+        assert ledger.live_bytes == 2 * MiB
+        del a
+        assert ledger.live_bytes == MiB
+        del b
+        assert ledger.live_bytes == MiB           # the view still holds the storage
+        del view
+    assert ledger.live_bytes == 0 and ledger.peak_bytes == 2 * MiB
+    assert ledger.trace == [MiB, 2 * MiB, MiB, 0]
+
+
+def test_tensors_made_before_the_ledger_are_not_counted_nor_are_their_views():
+    weights = torch.ones(1000)
+    with TensorLedger() as ledger:
+        transposed = weights.view(10, 100).t()
+        weights.mul_(2)
+        total = weights.sum()
+    assert ledger.live_bytes == total.untyped_storage().nbytes() == 4
+    del transposed
+
+
+def test_a_training_step_is_counted_phase_by_phase():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 256), nn.GELU(), nn.Linear(256, 64))
+    optimizer = torch.optim.Adam(model.parameters())
+    x = torch.randn(32, 64)
+    parameters = sum(p.numel() * 4 for p in model.parameters())
+    with TensorLedger() as ledger:
+        ledger.mark("forward")
+        loss = model(x).square().mean()
+        hidden = 32 * 256 * 4
+        # saved: the hidden layer (GELU's input), GELU's output; made: the output, its square, the loss
+        assert ledger.live_bytes == 2 * hidden + 32 * 64 * 4 + loss.untyped_storage().nbytes()
+        ledger.mark("backward")
+        loss.backward()
+        del loss
+        assert ledger.live_bytes == parameters    # the gradients, and nothing of the graph
+        ledger.mark("optimizer")
+        optimizer.step()
+        optimizer.zero_grad()
+        averages = sum(s[k].untyped_storage().nbytes() for s in optimizer.state.values() for k in ("exp_avg", "exp_avg_sq"))
+    # Adam's two averages per parameter; its step counters come from torch.tensor(), made outside any operation
+    assert ledger.live_bytes == averages == 2 * parameters
+    assert [label for _, label in ledger.marks] == ["forward", "backward", "optimizer"]
+    assert ledger.marks[0][0] == 0 and ledger.marks[1][0] < ledger.marks[2][0] <= len(ledger.trace)
+    assert max(ledger.trace) == ledger.peak_bytes
+
+
+def test_the_ledger_follows_one_device_and_samples_beside_each_event():
+    readings = iter(range(1000))
+    with TensorLedger("meta", sample=lambda: next(readings)) as ledger:
+        on_meta = torch.empty(1000, device="meta")
+        on_cpu = torch.empty(1000)
+    assert ledger.live_bytes == 4000 and ledger.trace == [4000]
+    assert ledger.samples == [0]
+    del on_meta, on_cpu
+
+
+def test_reset_peak_starts_again_from_what_is_live():
+    with TensorLedger() as ledger:
+        big = torch.ones(MiB)
+        del big
+        small = torch.ones(10)
+        ledger.reset_peak()
+        assert ledger.peak_bytes == 40
+        assert (small + 1).numel() == 10
+    assert ledger.peak_bytes == 80
+
+
+def test_frees_from_another_thread_are_counted():
+    with TensorLedger() as ledger:
+        tensors = [torch.ones(1000) for _ in range(50)]
+    assert ledger.live_bytes == 50 * 4000
+    worker = threading.Thread(target=tensors.clear)
+    worker.start()
+    worker.join()
+    assert ledger.live_bytes == 0
+
+
+@requires_cuda
+def test_the_ledger_agrees_with_the_cuda_allocator_on_a_training_step():
+    model = nn.Sequential(nn.Linear(512, 2048), nn.GELU(), nn.Linear(2048, 512)).cuda()
+    x = torch.randn(1024, 512, device="cuda")
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    with TensorLedger("cuda:0") as ledger:
+        out = model(x)
+        counted, allocated = ledger.live_bytes, torch.cuda.memory_allocated() - before
+        out.sum().backward()
+    assert abs(counted - allocated) <= 0.02 * allocated
+    assert ledger.live_bytes == sum(p.grad.untyped_storage().nbytes() for p in model.parameters())
+
+
+# ---------------------------------------------------------------- the simulated GPU
+
+
+def test_simulated_memory_counts_blocks_and_runs_out_like_cuda():
+    real_available = torch.cuda.is_available()
+    with SimulatedMemory("cuda", total=2**30) as gpu:
+        assert torch.cuda.is_available() and torch.accelerator.is_available()
+        weights = gpu.allocate(300 * MiB)
+        torch.cuda.reset_peak_memory_stats()
+        spike = gpu.allocate(200 * MiB)
+        spike.free()
+        spike.free()                                  # freeing twice frees once
+        assert torch.cuda.memory_allocated() == torch.accelerator.memory_allocated() == 300 * MiB
+        assert torch.cuda.max_memory_allocated("cuda:0") == 500 * MiB
+        assert torch.cuda.mem_get_info() == (2**30 - 300 * MiB, 2**30)
+        with pytest.raises(torch.OutOfMemoryError, match="CUDA out of memory. Tried to allocate 1024.00 MiB"):
+            gpu.allocate(2**30)
+        assert gpu.allocated == 300 * MiB and gpu.failures == 1
+        del weights
+        assert torch.cuda.memory_allocated() == 0
+    assert torch.cuda.is_available() == real_available
+
+
+def test_a_simulated_machine_without_a_gpu_refuses_like_one():
+    with SimulatedMemory("cpu"):
+        assert not torch.cuda.is_available()
+        assert torch.accelerator.current_accelerator() is None
+        for query in (torch.cuda.memory_allocated, torch.cuda.max_memory_allocated, torch.accelerator.memory_allocated):
+            with pytest.raises(RuntimeError):
+                query()
+    with pytest.raises(ValueError):
+        SimulatedMemory("mps")
+
+
+# ---------------------------------------------------------------- a CUDA snapshot, drawn
+
+
+def test_a_snapshot_is_drawn_as_memory_over_its_events():
+    snapshot = {"device_traces": [[
+        {"action": "segment_alloc", "size": 2 * MiB}, {"action": "alloc", "size": MiB},
+        {"action": "alloc", "size": 512}, {"action": "free_requested", "size": MiB},
+        {"action": "free_completed", "size": MiB}, {"action": "alloc", "size": 4 * MiB},
+    ]]}
+    figure = plots.new_figure()
+    figures.cuda_snapshot(snapshot, figure)
+    (line,) = [line for line in figure.axes[0].get_lines() if line.get_gid() == "yours|snapshot"]
+    assert list(line.get_ydata()) == [MiB, MiB + 512, 512, 4 * MiB + 512]
+    empty = plots.new_figure()
+    figures.cuda_snapshot({"device_traces": []}, empty)
+    assert "_record_memory_history" in empty._supxlabel.get_text()
