@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from . import plots, reference
 
-__all__ = ["FOR_PANEL", "amdahl", "bandwidth", "matmul", "overhead", "placement", "roofline", "sync", "throughput"]
+__all__ = ["FOR_PANEL", "amdahl", "bandwidth", "batch_memory", "checkpointing", "cuda_snapshot", "matmul", "memory_timeline", "overhead",
+           "placement", "roofline", "sync", "throughput"]
 
 
 def _no_accelerator(result: dict, by_device_key: str | None = None) -> bool:
@@ -311,6 +312,143 @@ def placement(result: dict, figure) -> None:
     plots.legend(figure)
 
 
+# ---------------------------------------------------------------- lesson 04
+
+MEMORY_COLORS = {"parameters + gradients + optimizer state": "#8172b2", "saved activations": "#dd8452",
+                 "estimate": "#937860", "peak, live tensors": "#4c72b0", "peak, CUDA allocator": "#55a868",
+                 "no checkpointing": "#c44e52", "checkpoint every k-th block": "#4c72b0",
+                 "no checkpointing, live tensors": "#c44e52", "checkpoint every k-th block, live tensors": "#4c72b0",
+                 "no checkpointing, CUDA allocator": "#e5a0a0", "checkpoint every k-th block, CUDA allocator": "#55a868",
+                 "live tensors": "#4c72b0", "CUDA allocator": "#55a868"}
+# What a lesson-04 figure draws of a reference: what the GPU's allocator measured, not what is counted anywhere.
+_MEASURED_ON_GPU = ("peak, CUDA allocator", "no checkpointing, CUDA allocator", "checkpoint every k-th block, CUDA allocator",
+                    "CUDA allocator")
+
+
+def _same_model(record: dict | None, result: dict, keys: tuple[str, ...]) -> dict | None:
+    if record is None or any(record["result"].get(key) != result.get(key) for key in keys):
+        return None
+    return record
+
+
+def _only(record: dict | None, y: str, names) -> dict | None:
+    """The record with only the series of ``result[y]`` named in ``names``."""
+    if record is None:
+        return None
+    kept = {name: values for name, values in record["result"][y].items() if name in names}
+    return {**record, "result": {**record["result"], y: kept}} if kept else None
+
+
+def _memory_note(figure, result: dict, record: dict | None, wanted: dict | None, what: str) -> None:
+    if result.get("device", "cpu").startswith("cuda") or wanted is not None:
+        return
+    why = reference.NOT_RECORDED if record is None else "the reference was recorded for another model size"
+    plots.note(figure, f"no CUDA here: {what} · {why}")
+
+
+def batch_memory(result: dict, figure) -> None:
+    """04_batch: peak memory of a training step against batch size — counted, estimated and (on CUDA)
+    measured by the allocator — with the memory budget and the largest batch found under it."""
+    record = reference.load("04_batch")
+    usable = _same_model(record, result, ("width", "depth", "optimizer"))
+    ax = figure.subplots()
+    plots.series(ax, result, x="batches", y="bytes", reference=_only(usable, "bytes", _MEASURED_ON_GPU),
+                 colors=MEMORY_COLORS, label=lambda name: f"{name} ({result['device']})")
+    applied = "the CUDA allocator" if result["budget_applied"] == "allocator" else "the estimate"
+    ax.axhline(result["budget"], color="black", linewidth=1, linestyle="--",
+               label=f"budget {plots.format_bytes(result['budget'])}, applied to {applied}", gid="budget")
+    if result["largest_batch"] is not None:
+        plots.mark_x(ax, result["largest_batch"], f"largest batch under the budget: {result['largest_batch']:,}")
+    _memory_note(figure, result, record, usable, "the peak is counted by gpulab.memory.TensorLedger and the budget "
+                 "applied to the estimate")
+    ax.set_title(f"{result['depth']} blocks of width {result['width']}, {result['optimizer']}: one training step",
+                 fontsize=9)
+    _finish(ax, "batch size", "memory")
+    plots.bytes_axis(ax, "y")
+    plots.legend(figure)
+
+
+def checkpointing(result: dict, figure) -> None:
+    """04_checkpoint: peak memory and time of a training step when every k-th block is checkpointed."""
+    record = reference.load("04_checkpoint")
+    usable = _same_model(record, result, ("width", "depth", "batch"))
+    memory_ax, time_ax = figure.subplots(1, 2)
+    plots.series(memory_ax, result, x="every", y="peak_bytes", reference=_only(usable, "peak_bytes", _MEASURED_ON_GPU),
+                 colors=MEMORY_COLORS, label=lambda name: f"{name} ({result['device']})")
+    plots.series(time_ax, result, x="every", y="ms_per_step", reference=usable, colors=MEMORY_COLORS,
+                 label=lambda name: f"{name}, time ({result['device']})")
+    _memory_note(figure, result, record, usable, "memory counted by gpulab.memory.TensorLedger")
+    for ax, ylabel in ((memory_ax, "peak memory of a step"), (time_ax, "ms per training step")):
+        _finish(ax, "checkpoint every k-th block (k)", ylabel)
+    plots.bytes_axis(memory_ax, "y")
+    memory_ax.set_title(f"{result['depth']} blocks of width {result['width']}, batch {result['batch']}", fontsize=9)
+    plots.legend(figure)
+
+
+PHASE_COLORS = {"forward": "#4c72b0", "backward": "#dd8452", "optimizer": "#55a868"}
+
+
+def memory_timeline(result: dict, figure) -> None:
+    """04_timeline: memory after every allocation and free during a few training steps, with the
+    forward pass, the backward pass and the optimizer step shaded."""
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    record = reference.load("04_timeline")
+    usable = _same_model(record, result, ("width", "depth", "batch", "optimizer"))
+    ax = figure.subplots()
+    shaded = set()
+    for start, end, phase in result["phases"]:
+        ax.axvspan(start, end, color=PHASE_COLORS.get(phase, "#cccccc"), alpha=0.12, linewidth=0,
+                   label=phase if phase not in shaded else None)
+        shaded.add(phase)
+    plots.series(ax, result, x="events", y="bytes", reference=_only(usable, "bytes", _MEASURED_ON_GPU),
+                 colors=MEMORY_COLORS, label=lambda name: f"{name} ({result['device']})")
+    for line in ax.get_lines():
+        line.set_marker("")
+    _memory_note(figure, result, record, usable, "memory counted by gpulab.memory.TensorLedger")
+    ax.set_title(f"{result['steps']} training steps with {result['optimizer']}, batch {result['batch']}: "
+                 "memory above what was allocated before the model", fontsize=9)
+    ax.set_xlabel("allocations and frees, in order")
+    ax.set_ylabel("memory")
+    ax.yaxis.set_major_locator(MaxNLocator(6))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _pos: plots.format_bytes(value)))
+    ax.set_ylim(bottom=0)
+    ax.grid(True, which="major", alpha=0.3)
+    plots.legend(figure)
+
+
+def cuda_snapshot(snapshot: dict, figure, device: int = 0) -> None:
+    """Memory allocated over time from a CUDA allocator snapshot (``torch.cuda.memory._snapshot()``,
+    taken while ``_record_memory_history`` was on), drawn here rather than uploaded anywhere."""
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    traces = snapshot.get("device_traces") or []
+    events = traces[device] if device < len(traces) else []
+    live, sizes, steps = 0, [], []
+    for event in events:
+        if event.get("action") == "alloc":
+            live += event["size"]
+        elif event.get("action") == "free_completed":
+            live -= event["size"]
+        else:
+            continue
+        sizes.append(live)
+        steps.append(len(steps))
+    ax = figure.subplots()
+    if not sizes:
+        plots.note(figure, "the snapshot holds no allocations: was _record_memory_history on?")
+        sizes, steps = [0, 0], [0, 1]
+    ax.plot(steps, sizes, "-", color=MEMORY_COLORS["CUDA allocator"], label="allocated by tensors recorded in the snapshot",
+            gid="yours|snapshot")
+    ax.set_xlabel("allocations and frees recorded, in order")
+    ax.set_ylabel("memory (above the start of recording)")
+    ax.yaxis.set_major_locator(MaxNLocator(6))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _pos: plots.format_bytes(value)))
+    ax.grid(True, which="major", alpha=0.3)
+    plots.legend(figure)
+
+
 # Which figure draws which panel (and reads that panel's reference).
 FOR_PANEL = {"00_roofline": roofline, "00_overhead": overhead, "00_amdahl": amdahl, "01_matmul": matmul,
-             "02_bandwidth": bandwidth, "02_sync": sync, "03_throughput": throughput, "03_placement": placement}
+             "02_bandwidth": bandwidth, "02_sync": sync, "03_throughput": throughput, "03_placement": placement,
+             "04_batch": batch_memory, "04_checkpoint": checkpointing, "04_timeline": memory_timeline}
