@@ -9,10 +9,13 @@ import sys
 import pytest
 
 import numpy as np
+import torch
 
-from gpulab import bench, cli, course, figures, plots, reference
+from gpulab import bench, cli, course, figures, plots, reference, widgets
+from gpulab.memory import TensorLedger
+from gpulab.widgets import Panel
 
-from conftest import ROOT, code_cell, notebook
+from conftest import ROOT, code_cell, notebook, requires_cuda
 
 SETUP = "import gpulab\n"
 
@@ -264,7 +267,19 @@ GPU_SHAPED = {
         r, "ms_per_step", {k: "kept on the device" for k in
                            ("kept on the device", "moved every step", "moved every step, pinned + non_blocking")},
         device="cuda:0"),
+    "04_batch": lambda r: _gpu_shaped(r, "bytes", {"peak, CUDA allocator": "peak, live tensors"}, device="cuda:0"),
+    "04_checkpoint": lambda r: _checkpoint_shaped(r),
+    "04_timeline": lambda r: _gpu_shaped(r, "bytes", {"CUDA allocator": "live tensors"}, device="cuda:0"),
 }
+
+
+def _checkpoint_shaped(result):
+    shaped, memory = _gpu_shaped(result, "peak_bytes", {f"{way}, CUDA allocator": f"{way}, live tensors"
+                                                        for way in ("checkpoint every k-th block", "no checkpointing")},
+                                 device="cuda:0")
+    return shaped, {**memory, **{name: name for name in result["ms_per_step"]}}
+
+
 # The pinning pane's reference curves derive from the same host copy as the reader's on a CPU.
 PIN_PAIRS = {"pin_memory": "host copy time", "copy from pinned": "host copy time"}
 # Panels measured on the CPU whatever the machine has: their reference is the reference machine's CPU.
@@ -335,6 +350,22 @@ def real_gpu_results():
         "03_placement": {"device": "cuda:0", "batches": [16, 32, 64], "sample_bytes": 12296, "ms_per_step": {
             "moved every step": [0.3, 0.5, 0.9], "kept on the device": [0.2, 0.2, 0.3],
             "moved every step, pinned + non_blocking": [0.25, 0.3, 0.5]}},
+        "04_batch": {"device": "cuda:0", "width": 128, "depth": 4, "optimizer": "Adam", "batches": [16, 32, 64],
+                     "bytes": {"parameters + gradients + optimizer state": [8e6] * 3, "saved activations": [3e5, 6e5, 1.2e6],
+                               "estimate": [8.3e6, 8.6e6, 9.2e6], "peak, live tensors": [8.5e6, 8.8e6, 9.5e6],
+                               "peak, CUDA allocator": [9e6, 9.3e6, 1e7]},
+                     "budget": 2**34, "budget_applied": "allocator", "largest_batch": 900_000, "returned_to_baseline": True},
+        "04_checkpoint": {"device": "cuda:0", "width": 128, "depth": 8, "batch": 512, "every": [1, 2, 4, 8],
+                          "peak_bytes": {"checkpoint every k-th block, live tensors": [7e6, 1.3e7, 1.7e7, 1.9e7],
+                                         "no checkpointing, live tensors": [2e7] * 4,
+                                         "checkpoint every k-th block, CUDA allocator": [8e6, 1.4e7, 1.8e7, 2e7],
+                                         "no checkpointing, CUDA allocator": [2.1e7] * 4},
+                          "ms_per_step": {"checkpoint every k-th block": [0.5, 0.45, 0.4, 0.38], "no checkpointing": [0.36] * 4}},
+        "04_timeline": {"device": "cuda:0", "width": 128, "depth": 4, "batch": 512, "optimizer": "Adam", "steps": 1,
+                        "events": [0, 1, 2, 3, 4, 5], "parameters": 2e6,
+                        "bytes": {"live tensors": [2.5e6, 3e6, 3.5e6, 3e6, 2.5e6, 6e6],
+                                  "CUDA allocator": [2.6e6, 3.1e6, 3.6e6, 3.1e6, 2.6e6, 6.1e6]},
+                        "phases": [[0, 3, "forward"], [3, 5, "backward"], [5, 6, "optimizer"]]},
     }
 
 
@@ -343,7 +374,7 @@ def test_a_readers_gpu_results_draw_every_pane_and_no_stand_ins(lesson_runs):
     assert set(results) == set(lesson_runs)
     for name, result in results.items():
         figure = drawn(lesson_runs[name].panel, result)
-        assert len(figure.axes) == {"00_overhead": 2, "01_matmul": 2, "02_bandwidth": 3}.get(name, 1), name
+        assert len(figure.axes) == {"00_overhead": 2, "01_matmul": 2, "02_bandwidth": 3, "04_checkpoint": 2}.get(name, 1), name
         for ax in figure.axes:
             lines = data_lines(ax)
             assert lines and not [line for line in lines if line.get_gid().startswith("known|")], (name, ax.get_title())
@@ -361,3 +392,73 @@ def test_each_panels_estimate_is_in_the_ballpark_of_its_run_here(lesson_runs):
         estimate, measured = record["estimated_s"], record["experiment_s"]
         assert measured <= record["elapsed_s"]
         assert measured / 8 < estimate < 8 * measured, f"{name}: estimated {estimate:.2f} s, ran {measured:.2f} s"
+
+
+# ---------------------------------------------------------------- lesson 04: out of memory never crashes a class
+
+
+@pytest.fixture(scope="module")
+def lesson_04(tmp_path_factory):
+    """The namespace of lesson 04's code cells, run as plain Python (panels are made, not shown)."""
+    from IPython.display import display
+
+    namespace = {"display": display, "__name__": "lesson_04"}
+    here = os.getcwd()
+    os.chdir(tmp_path_factory.mktemp("lesson-04"))
+    try:
+        for cell in course.read_notebook(ROOT / "notebooks" / "04_memory.ipynb")["cells"]:
+            if cell["cell_type"] == "code":
+                exec(compile(course.cell_source(cell), "04_memory.ipynb", "exec"), namespace)
+    finally:
+        os.chdir(here)
+    return namespace
+
+
+def test_the_largest_batch_is_found_by_bisection_with_the_out_of_memory_error_caught(lesson_04):
+    namespace = lesson_04
+    tried = []
+
+    def estimate(batch):
+        tried.append(batch)
+        return 8 * 2**20 + 18_000 * batch
+
+    budget = 32 * 2**20
+    best, back = namespace["largest_batch_within"](budget, torch.device("cpu"), estimate)
+    assert best == (budget - 8 * 2**20) // 18_000 and back is None       # nothing was allocated on the CPU
+    assert len(tried) <= 26, f"bisection over 2**24 sizes took {len(tried)} tries"
+    assert namespace["largest_batch_within"](2**20, torch.device("cpu"), estimate) == (None, None)
+
+
+def test_a_panel_that_runs_out_of_memory_gives_it_all_back_and_runs_again(lesson_04):
+    # The lesson's own allocate() raises torch.OutOfMemoryError past the pretend card on a CPU, and
+    # really runs out on a GPU: the same except path either way.
+    namespace = lesson_04
+    device = namespace["device"]
+    ledger = TensorLedger(device)
+
+    def greedy_step(progress, fail):
+        kept = namespace["allocate"](64 * 2**20)        # what the step holds when it runs out
+        if fail:
+            namespace["allocate"](namespace["too_much"])
+        return kept.numel()
+
+    panel = Panel(greedy_step, {"fail": widgets.checkbox("fail", True)})
+    with ledger:
+        assert panel.run() is None
+    assert isinstance(panel.error, torch.OutOfMemoryError) and "out of memory" in panel.status.value
+    assert ledger.live_bytes == 0, f"{ledger.live_bytes:,} bytes of the failed run are still allocated"
+    panel.controls["fail"].value = False
+    assert panel.run() == 64 * 2**20 and panel.error is None
+
+
+@requires_cuda
+def test_on_cuda_the_budget_really_limits_the_process_and_memory_comes_back(lesson_04):
+    namespace = lesson_04
+    device = torch.device("cuda", torch.cuda.current_device())
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated(device)
+    best, back = namespace["largest_batch_within"](512 * 2**20, device, lambda batch: 0)
+    assert best is not None and back is True
+    assert torch.cuda.memory_allocated(device) == before
+    big = torch.empty(768 * 2**20, dtype=torch.uint8, device=device)    # over the budget: the limit was lifted
+    del big
