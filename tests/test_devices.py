@@ -128,3 +128,14 @@ def test_describe_reports_cuda_properties():
 def test_cuda_devices_are_listed():
     assert gpulab.try_all_gpus() == [torch.device("cuda", i) for i in range(torch.cuda.device_count())]
     gpulab.synchronize(gpulab.gpu(0))
+
+
+def test_only_bfloat16_in_hardware_counts_as_cpu_support():
+    from gpulab.devices import cpu_native_bf16
+
+    avx512_only = "processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512bw avx512vl\n"
+    sapphire_rapids = "processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16 amx_tile amx_bf16\n"
+    graviton3 = "processor\t: 0\nFeatures\t: fp asimd sve bf16 i8mm\n"
+    assert cpu_native_bf16(avx512_only) is False
+    assert cpu_native_bf16(sapphire_rapids) is True and cpu_native_bf16(graviton3) is True
+    assert cpu_native_bf16("processor\t: 0\n") is None

@@ -202,13 +202,46 @@ def _host_memory_bytes() -> int | None:
         return None
 
 
+# CPU feature flags that mean bfloat16 arithmetic in hardware: x86's AVX-512 BF16 and AMX-BF16
+# (/proc/cpuinfo "flags"), Arm's BF16 extension ("Features"). AVX-512 without them converts bf16
+# to float32 and back, slower than float32 itself.
+_NATIVE_BF16_FLAGS = {"avx512_bf16", "amx_bf16", "bf16"}
+
+
+def cpu_native_bf16(cpuinfo: str | None = None) -> bool | None:
+    """Whether this CPU computes bfloat16 in hardware; None where the system does not say.
+
+    Reads the feature flags of ``/proc/cpuinfo`` (or the text given), or on macOS the
+    ``hw.optional.arm.FEAT_BF16`` setting. PyTorch's own ``_is_mkldnn_bf16_supported`` is not
+    used: it is also true on CPUs that only emulate bfloat16 with AVX-512.
+    """
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8") as file:
+                cpuinfo = file.read()
+        except OSError:
+            cpuinfo = None
+    if cpuinfo is not None:
+        for line in cpuinfo.splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in ("flags", "Features"):
+                return bool(_NATIVE_BF16_FLAGS & set(value.split()))
+        return None
+    if platform.system() == "Darwin":
+        import subprocess
+
+        try:
+            answer = subprocess.run(["sysctl", "-n", "hw.optional.arm.FEAT_BF16"], capture_output=True, text=True,
+                                    timeout=5).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return answer == "1" if answer in ("0", "1") else None
+    return None
+
+
 def _cpu_info() -> DeviceInfo:
     simd = torch.backends.cpu.get_cpu_capability() if hasattr(torch.backends, "cpu") else None
-    try:
-        # True when the CPU computes bf16 natively (AVX512-BF16, AMX); otherwise torch emulates it.
-        bf16 = bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):
-        bf16 = None
+    bf16 = cpu_native_bf16()
     return DeviceInfo(
         device="cpu",
         name=_cpu_model(),
