@@ -234,3 +234,27 @@ def test_a_reference_measured_on_a_cpu_names_that_cpu_not_the_gpu_and_keeps_its_
     assert theirs.get_label() == "measured · Test CPU, 16 cores (reference)" and "Test GPU" not in theirs.get_label()
     assert list(theirs.get_xdata()) == [1, 2, 4, 8, 16]          # not clipped to your two thread counts
     assert plots.reference_cpu({"devices": []}) == "the reference machine's CPU"
+
+
+def test_show_displays_a_figure_as_a_png(monkeypatch):
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda *objects: shown.extend(objects))
+    figure = plots.new_figure()
+    figure.subplots().plot([1, 2], [3, 4])
+    plots.show(figure)
+    (image,) = shown
+    assert isinstance(image, IPython.display.Image) and image.data.startswith(b"\x89PNG")
+
+
+def test_the_formats_picture_has_a_bar_per_format_with_its_bits():
+    from gpulab import figures
+
+    rows = [{"name": "float32", "exponent": 8, "mantissa": 23}, {"name": "float16", "exponent": 5, "mantissa": 10}]
+    figure = plots.new_figure()
+    figures.number_formats(rows, figure)
+    ax = figure.axes[0]
+    widths = sorted(round(patch.get_width()) for patch in ax.patches)
+    assert widths == sorted([1, 8, 23, 1, 5, 10])
+    assert [label.get_text() for label in ax.get_yticklabels()] == ["float16", "float32"]

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from . import plots, reference
 
-__all__ = ["FOR_PANEL", "amdahl", "bandwidth", "batch_memory", "checkpointing", "cuda_snapshot", "matmul", "memory_timeline", "overhead",
-           "placement", "roofline", "sync", "throughput"]
+__all__ = ["FOR_PANEL", "amdahl", "amp_step", "bandwidth", "batch_memory", "checkpointing", "cuda_snapshot", "dtype_matmul",
+           "matmul", "memory_timeline", "number_formats", "overhead", "placement", "roofline", "sync", "throughput",
+           "underflow"]
 
 
 def _no_accelerator(result: dict, by_device_key: str | None = None) -> bool:
@@ -448,7 +449,132 @@ def cuda_snapshot(snapshot: dict, figure, device: int = 0) -> None:
     plots.legend(figure)
 
 
+# ---------------------------------------------------------------- lesson 05
+
+FORMAT_COLORS = {"sign": "#c44e52", "exponent": "#4c72b0", "mantissa": "#55a868"}
+DTYPE_COLORS = {"float32": "#4c72b0", "tf32": "#8172b2", "bfloat16": "#dd8452", "float16": "#55a868",
+                "float32 (no autocast)": "#4c72b0", "autocast bfloat16": "#dd8452", "autocast float16": "#55a868",
+                "fp16 gradients, unscaled": "#c44e52",
+                "fp16 gradients, scaled": "#55a868", "scale": "#4c72b0"}
+
+
+def number_formats(rows: list[dict], figure) -> None:
+    """The bit layout of floating-point formats: one bar per format, sign, exponent and mantissa
+    bits coloured. ``rows`` hold ``name``, ``exponent`` and ``mantissa`` (bit counts; one sign bit)."""
+    ax = figure.subplots()
+    for y, row in enumerate(reversed(rows)):
+        start = 0
+        for part, width in (("sign", 1), ("exponent", row["exponent"]), ("mantissa", row["mantissa"])):
+            ax.barh(y, width, left=start, color=FORMAT_COLORS[part], edgecolor="white",
+                    label=part if y == 0 else None)
+            if width >= 2:
+                ax.text(start + width / 2, y, str(width), ha="center", va="center", color="white", fontsize=8)
+            start += width
+        ax.text(start + 0.4, y, f"{1 + row['exponent'] + row['mantissa']} bits", va="center", fontsize=8)
+    ax.set_yticks(range(len(rows)), [row["name"] for row in reversed(rows)])
+    ax.set_xlabel("bits, from the sign on the left")
+    ax.set_xlim(0, 38)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    plots.legend(figure)
+
+
+def dtype_matmul(result: dict, figure) -> None:
+    """05_matmul: matmul TFLOP/s against n for every dtype the device has."""
+    record = reference.load("05_matmul")
+    ax = figure.subplots()
+    plots.series(ax, result, x="sizes", y="tflops", reference=record, colors=DTYPE_COLORS,
+                 label=lambda name: f"{name} ({result['device']})")
+    if _no_accelerator(result) and record is None:
+        for index, gpu in enumerate(g for g in reference.KNOWN_GPUS if g.name in ("T4", "H100 SXM")):
+            plots.known_level(ax, gpu.float32_tflops, f"{gpu.name} float32 (spec sheet): {gpu.float32_tflops:g} TFLOP/s",
+                              2 * index)
+            plots.known_level(ax, gpu.tensor_tflops, f"{gpu.name} {' and '.join(gpu.tensor_dtypes)} on tensor cores "
+                              f"(spec sheet): {gpu.tensor_tflops:g} TFLOP/s", 2 * index + 1)
+        plots.note(figure, "no accelerator here · " + reference.NOT_RECORDED)
+    _finish(ax, "n (n×n @ n×n)", "TFLOP/s")
+    plots.legend(figure)
+
+
+def _run_label(run: dict, name: str, who: str) -> str:
+    counted = "allocator" if run.get("device", "cpu").startswith("cuda") else "tensors counted"
+    if name not in run.get("ms_per_step", {}):
+        return f"{name} · {who}"
+    return (f"{name} · {who}: {run['ms_per_step'][name]:.2f} ms/step, peak "
+            f"{plots.format_bytes(run['peak_bytes'][name])} ({counted})")
+
+
+def amp_step(result: dict, figure) -> None:
+    """05_step: the loss of a short training run with and without autocast, each curve labelled
+    with its run's time per step and peak memory."""
+    record = reference.load("05_step")
+    usable = record if record is not None and record["result"].get("width") == result["width"] else None
+    ax = figure.subplots()
+    plots.series(ax, result, x="steps", y="loss", reference=usable, colors=DTYPE_COLORS)
+    for line in ax.get_lines():
+        owner, name = line.get_gid().split("|", 1)
+        line.set_marker("")
+        if owner == "yours":
+            line.set_label(_run_label(result, name, result["device"]))
+            if name.startswith("autocast"):
+                line.set_linestyle((0, (4, 2)))      # dashed: the two curves often lie on top of each other
+        else:
+            line.set_label(_run_label(usable["result"], name, usable["device"].get("name", "reference GPU") + " (reference)"))
+    if _no_accelerator(result) and usable is None:
+        plots.note(figure, "no accelerator here · " + reference.NOT_RECORDED)
+    ax.set_title(f"MLP of width {result['width']}, batch {result['batch']}: autocast to {result['dtype']}", fontsize=9)
+    plots.log_axis(ax, "y")
+    ax.set_xlabel("training step")
+    ax.set_ylabel("loss")
+    ax.grid(True, which="major", alpha=0.3)
+    plots.legend(figure)
+
+
+def underflow(result: dict, figure) -> None:
+    """05_underflow: gradient magnitudes against float16's smallest numbers, before and after loss
+    scaling; and a GradScaler's scale over a short run with an injected inf."""
+    from matplotlib.ticker import LogFormatterSciNotation, LogLocator, NullFormatter
+
+    record = reference.load("05_underflow")
+    usable = record if record is not None and record["result"].get("scale") == result["scale"] else None
+    hist_ax, scale_ax = figure.subplots(1, 2)
+    plots.series(hist_ax, result, x="bin_centres", y="counts", reference=usable, colors=DTYPE_COLORS,
+                 label=lambda name: name + (f" × {result['scale']:,.0f}" if name.endswith(", scaled") else ""))
+    for line in hist_ax.get_lines():
+        line.set_marker("")
+    for value, text, style in ((result["fp16_smallest_subnormal"], "float16's smallest subnormal", ":"),
+                               (result["fp16_smallest_normal"], "float16's smallest normal", "--")):
+        hist_ax.axvline(value, color="black", linestyle=style, linewidth=1, label=f"{text}: {value:.2g}")
+    lost = result["flushed"]
+    hist_ax.text(0.02, 0.97, "\n".join(f"{share:.2%} {'scaled' if name.endswith(', scaled') else 'unscaled'} become 0"
+                                       for name, share in lost.items()) + f"\n{result['overflowed']:.2%} scaled become inf",
+                 transform=hist_ax.transAxes, fontsize=7, va="top")
+    occupied = [c for counts in result["counts"].values() for c, x in zip(counts, result["bin_centres"]) if c]
+    xs = [x for counts in result["counts"].values() for c, x in zip(counts, result["bin_centres"]) if c]
+    if occupied:
+        hist_ax.set_xlim(min(min(xs), result["fp16_smallest_subnormal"]) / 10, max(xs) * 100)
+    hist_ax.set_xscale("log")
+    hist_ax.xaxis.set_major_locator(LogLocator(base=10, numticks=6))
+    hist_ax.xaxis.set_major_formatter(LogFormatterSciNotation())
+    hist_ax.xaxis.set_minor_formatter(NullFormatter())
+    hist_ax.set_xlabel("|gradient value|")
+    hist_ax.set_ylabel("gradient values")
+    hist_ax.grid(True, which="major", alpha=0.3)
+    trace = result["trace"]
+    scale_ax.plot(trace["steps"], trace["scale"], "-", marker="o", markersize=3, color=DTYPE_COLORS["scale"],
+                  label="GradScaler's scale", gid="yours|scale")
+    for step in [step for step, skip in zip(trace["steps"], trace["skipped"]) if skip]:
+        scale_ax.axvline(step, color="#c44e52", linestyle=":", linewidth=1)
+    scale_ax.plot([], [], color="#c44e52", linestyle=":", label=f"skipped step (inf injected at step {trace['inf_at']})")
+    plots.log_axis(scale_ax, "y", base=2)
+    scale_ax.set_xlabel(f"step (growth every {trace['growth_interval']} good steps)")
+    scale_ax.set_ylabel("loss scale")
+    scale_ax.grid(True, which="major", alpha=0.3)
+    plots.legend(figure)
+
+
 # Which figure draws which panel (and reads that panel's reference).
 FOR_PANEL = {"00_roofline": roofline, "00_overhead": overhead, "00_amdahl": amdahl, "01_matmul": matmul,
              "02_bandwidth": bandwidth, "02_sync": sync, "03_throughput": throughput, "03_placement": placement,
-             "04_batch": batch_memory, "04_checkpoint": checkpointing, "04_timeline": memory_timeline}
+             "04_batch": batch_memory, "04_checkpoint": checkpointing, "04_timeline": memory_timeline,
+             "05_matmul": dtype_matmul, "05_step": amp_step, "05_underflow": underflow}

@@ -17,7 +17,7 @@ from typing import Callable, Iterable
 
 __all__ = [
     "DEVICE_COLORS", "bytes_axis", "color_for", "format_bytes", "is_accelerator", "known_curve", "known_level",
-    "legend", "log2_axis", "log_axis", "mark_x", "new_figure", "note", "reference_cpu", "save", "series", "to_png",
+    "legend", "log2_axis", "log_axis", "mark_x", "new_figure", "note", "reference_cpu", "save", "series", "show", "to_png",
 ]
 
 # One colour per device type, the same in every lesson; the reference GPU is drawn dashed.
@@ -55,6 +55,14 @@ def to_png(figure, dpi: int = 100) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=dpi)
     return buffer.getvalue()
+
+
+def show(figure, dpi: int = 100) -> None:
+    """Display ``figure`` in the notebook as a PNG (a figure made by :func:`new_figure` belongs to no
+    pyplot backend, so Jupyter would otherwise print its repr)."""
+    from IPython.display import Image, display
+
+    display(Image(data=to_png(figure, dpi), format="png"))
 
 
 def save(figure, path: str | Path, dpi: int = 120) -> Path:
