@@ -270,6 +270,10 @@ GPU_SHAPED = {
     "04_batch": lambda r: _gpu_shaped(r, "bytes", {"peak, CUDA allocator": "peak, live tensors"}, device="cuda:0"),
     "04_checkpoint": lambda r: _checkpoint_shaped(r),
     "04_timeline": lambda r: _gpu_shaped(r, "bytes", {"CUDA allocator": "live tensors"}, device="cuda:0"),
+    "05_matmul": lambda r: _gpu_shaped(r, "tflops", {"float32": "float32", "tf32": "float32", "bfloat16": "bfloat16",
+                                                     "float16": "bfloat16"}, device="cuda:0"),
+    "05_step": lambda r: _gpu_shaped(r, "loss", {name: name for name in r["loss"]}, device="cuda:0"),
+    "05_underflow": lambda r: _gpu_shaped(r, "counts", {name: name for name in r["counts"]}, device="cuda:0"),
 }
 
 
@@ -366,6 +370,20 @@ def real_gpu_results():
                         "bytes": {"live tensors": [2.5e6, 3e6, 3.5e6, 3e6, 2.5e6, 6e6],
                                   "CUDA allocator": [2.6e6, 3.1e6, 3.6e6, 3.1e6, 2.6e6, 6.1e6]},
                         "phases": [[0, 3, "forward"], [3, 5, "backward"], [5, 6, "optimizer"]]},
+        "05_matmul": {"device": "cuda:0", "sizes": [1024, 2048, 4096],
+                      "tflops": {"float32": [30.0, 45.0, 50.0], "tf32": [150.0, 300.0, 380.0],
+                                 "bfloat16": [300.0, 550.0, 700.0], "float16": [310.0, 560.0, 720.0]}},
+        "05_step": {"device": "cuda:0", "dtype": "bfloat16", "width": 4096, "batch": 128, "steps": [1, 2, 3],
+                    "loss": {"float32 (no autocast)": [1.0, 0.8, 0.7], "autocast bfloat16": [1.0, 0.81, 0.7]},
+                    "ms_per_step": {"float32 (no autocast)": 2.0, "autocast bfloat16": 0.8},
+                    "peak_bytes": {"float32 (no autocast)": 4e8, "autocast bfloat16": 3e8}},
+        "05_underflow": {"device": "cuda:0", "scale": 65536.0, "bin_centres": [1e-9, 1e-6, 1e-3, 1.0],
+                         "counts": {"fp16 gradients, unscaled": [10.0, 500.0, 100.0, 0.0],
+                                    "fp16 gradients, scaled": [0.0, 10.0, 500.0, 100.0]},
+                         "flushed": {"fp16 gradients, unscaled": 0.01, "fp16 gradients, scaled": 0.0}, "overflowed": 0.0,
+                         "fp16_smallest_normal": 6.1e-5, "fp16_smallest_subnormal": 6e-8,
+                         "trace": {"steps": [1, 2, 3, 4], "scale": [65536.0, 65536.0, 131072.0, 65536.0],
+                                   "skipped": [False, False, True, False], "inf_at": 3, "growth_interval": 2}},
     }
 
 
@@ -374,7 +392,8 @@ def test_a_readers_gpu_results_draw_every_pane_and_no_stand_ins(lesson_runs):
     assert set(results) == set(lesson_runs)
     for name, result in results.items():
         figure = drawn(lesson_runs[name].panel, result)
-        assert len(figure.axes) == {"00_overhead": 2, "01_matmul": 2, "02_bandwidth": 3, "04_checkpoint": 2}.get(name, 1), name
+        assert len(figure.axes) == {"00_overhead": 2, "01_matmul": 2, "02_bandwidth": 3, "04_checkpoint": 2,
+                                     "05_underflow": 2}.get(name, 1), name
         for ax in figure.axes:
             lines = data_lines(ax)
             assert lines and not [line for line in lines if line.get_gid().startswith("known|")], (name, ax.get_title())
