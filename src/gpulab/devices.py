@@ -175,24 +175,32 @@ class DeviceTable(Table):
         return [info.as_row() for info in self]
 
 
-def _cpu_model() -> str:
+def _cpuinfo_text() -> str | None:
+    """/proc/cpuinfo, or None where the system has none (macOS, Windows)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+            return cpuinfo.read()
     except OSError:
-        pass
-    if platform.system() == "Darwin":
-        import subprocess
+        return None
 
-        try:
-            return subprocess.run(
-                ["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True, timeout=5
-            ).stdout.strip() or platform.processor()
-        except (OSError, subprocess.SubprocessError):
-            pass
-    return platform.processor() or platform.machine() or "unknown CPU"
+
+def _sysctl(name: str) -> str | None:
+    """A macOS ``sysctl`` value, or None elsewhere or when it cannot be read."""
+    if platform.system() != "Darwin":
+        return None
+    import subprocess
+
+    try:
+        return subprocess.run(["sysctl", "-n", name], capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _cpu_model() -> str:
+    for line in (_cpuinfo_text() or "").splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return _sysctl("machdep.cpu.brand_string") or platform.processor() or platform.machine() or "unknown CPU"
 
 
 def _host_memory_bytes() -> int | None:
@@ -216,27 +224,15 @@ def cpu_native_bf16(cpuinfo: str | None = None) -> bool | None:
     used: it is also true on CPUs that only emulate bfloat16 with AVX-512.
     """
     if cpuinfo is None:
-        try:
-            with open("/proc/cpuinfo", encoding="utf-8") as file:
-                cpuinfo = file.read()
-        except OSError:
-            cpuinfo = None
+        cpuinfo = _cpuinfo_text()
     if cpuinfo is not None:
         for line in cpuinfo.splitlines():
             key, _, value = line.partition(":")
             if key.strip() in ("flags", "Features"):
                 return bool(_NATIVE_BF16_FLAGS & set(value.split()))
         return None
-    if platform.system() == "Darwin":
-        import subprocess
-
-        try:
-            answer = subprocess.run(["sysctl", "-n", "hw.optional.arm.FEAT_BF16"], capture_output=True, text=True,
-                                    timeout=5).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return answer == "1" if answer in ("0", "1") else None
-    return None
+    answer = _sysctl("hw.optional.arm.FEAT_BF16")
+    return answer == "1" if answer in ("0", "1") else None
 
 
 def _cpu_info() -> DeviceInfo:

@@ -21,6 +21,13 @@ def _no_accelerator(result: dict, by_device_key: str | None = None) -> bool:
     return result.get("device", "cpu") == "cpu"
 
 
+def _same_experiment(record: dict | None, result: dict, keys: tuple[str, ...]) -> dict | None:
+    """The reference record if it was run with the same settings (``keys``) as ``result``, else None."""
+    if record is None or any(record["result"].get(key) != result.get(key) for key in keys):
+        return None
+    return record
+
+
 def _finish(ax, xlabel: str, ylabel: str, *, x: str = "log2") -> None:
     {"log2": plots.log2_axis, "bytes": plots.bytes_axis, "log": plots.log_axis}[x](ax)
     plots.log_axis(ax, "y")
@@ -53,7 +60,7 @@ def roofline(result: dict, figure) -> None:
     roof the device's measured ceilings make, with its ridge point; without an accelerator and a
     reference, the rooflines of well-known GPUs from their data sheets."""
     record = reference.load("00_roofline")
-    usable = record if record is not None and record["result"].get("dtype") == result["dtype"] else None
+    usable = _same_experiment(record, result, ("dtype",))
     dtype, ax = result["dtype"], figure.subplots()
     grid = _roof_grid(result["intensity"], [c[dtype] / c["copy_gbps"] for c in result["ceilings"].values()])
     batches = result["batches"]
@@ -155,7 +162,7 @@ def matmul(result: dict, figure) -> None:
     from .timing import crossover
 
     record = reference.load("01_matmul")
-    usable = record if record is not None and record["result"].get("dtype") == result["dtype"] else None
+    usable = _same_experiment(record, result, ("dtype",))
     time_ax, rate_ax = figure.subplots(1, 2)
     sizes = result["sizes"]
     plots.series(time_ax, result, x="sizes", y="seconds", scale=1e3, by_device=True, reference=usable)
@@ -277,7 +284,7 @@ def sync(result: dict, figure) -> None:
 def throughput(result: dict, figure) -> None:
     """03_throughput: training samples per second against batch size, per device."""
     record = reference.load("03_throughput")
-    usable = record if record is not None and record["result"].get("width") == result["width"] else None
+    usable = _same_experiment(record, result, ("width",))
     ax = figure.subplots()
     plots.series(ax, result, x="batches", y="samples_per_s", by_device=True, reference=usable)
     if _no_accelerator(result, "samples_per_s") and usable is None:
@@ -326,12 +333,6 @@ _MEASURED_ON_GPU = ("peak, CUDA allocator", "no checkpointing, CUDA allocator", 
                     "CUDA allocator")
 
 
-def _same_model(record: dict | None, result: dict, keys: tuple[str, ...]) -> dict | None:
-    if record is None or any(record["result"].get(key) != result.get(key) for key in keys):
-        return None
-    return record
-
-
 def _only(record: dict | None, y: str, names) -> dict | None:
     """The record with only the series of ``result[y]`` named in ``names``."""
     if record is None:
@@ -351,7 +352,7 @@ def batch_memory(result: dict, figure) -> None:
     """04_batch: peak memory of a training step against batch size — counted, estimated and (on CUDA)
     measured by the allocator — with the memory budget and the largest batch found under it."""
     record = reference.load("04_batch")
-    usable = _same_model(record, result, ("width", "depth", "optimizer"))
+    usable = _same_experiment(record, result, ("width", "depth", "optimizer"))
     ax = figure.subplots()
     plots.series(ax, result, x="batches", y="bytes", reference=_only(usable, "bytes", _MEASURED_ON_GPU),
                  colors=MEMORY_COLORS, label=lambda name: f"{name} ({result['device']})")
@@ -372,7 +373,7 @@ def batch_memory(result: dict, figure) -> None:
 def checkpointing(result: dict, figure) -> None:
     """04_checkpoint: peak memory and time of a training step when every k-th block is checkpointed."""
     record = reference.load("04_checkpoint")
-    usable = _same_model(record, result, ("width", "depth", "batch"))
+    usable = _same_experiment(record, result, ("width", "depth", "batch"))
     memory_ax, time_ax = figure.subplots(1, 2)
     plots.series(memory_ax, result, x="every", y="peak_bytes", reference=_only(usable, "peak_bytes", _MEASURED_ON_GPU),
                  colors=MEMORY_COLORS, label=lambda name: f"{name} ({result['device']})")
@@ -395,7 +396,7 @@ def memory_timeline(result: dict, figure) -> None:
     from matplotlib.ticker import FuncFormatter, MaxNLocator
 
     record = reference.load("04_timeline")
-    usable = _same_model(record, result, ("width", "depth", "batch", "optimizer"))
+    usable = _same_experiment(record, result, ("width", "depth", "batch", "optimizer"))
     ax = figure.subplots()
     shaded = set()
     for start, end, phase in result["phases"]:
@@ -508,7 +509,7 @@ def amp_step(result: dict, figure) -> None:
     """05_step: the loss of a short training run with and without autocast, each curve labelled
     with its run's time per step and peak memory."""
     record = reference.load("05_step")
-    usable = record if record is not None and record["result"].get("width") == result["width"] else None
+    usable = _same_experiment(record, result, ("width",))
     ax = figure.subplots()
     plots.series(ax, result, x="steps", y="loss", reference=usable, colors=DTYPE_COLORS)
     for line in ax.get_lines():
@@ -536,7 +537,7 @@ def underflow(result: dict, figure) -> None:
     from matplotlib.ticker import LogFormatterSciNotation, LogLocator, NullFormatter
 
     record = reference.load("05_underflow")
-    usable = record if record is not None and record["result"].get("scale") == result["scale"] else None
+    usable = _same_experiment(record, result, ("scale",))
     hist_ax, scale_ax = figure.subplots(1, 2)
     plots.series(hist_ax, result, x="bin_centres", y="counts", reference=usable, colors=DTYPE_COLORS,
                  label=lambda name: name + (f" × {result['scale']:,.0f}" if name.endswith(", scaled") else ""))
@@ -549,9 +550,8 @@ def underflow(result: dict, figure) -> None:
     hist_ax.text(0.02, 0.97, "\n".join(f"{share:.2%} {'scaled' if name.endswith(', scaled') else 'unscaled'} become 0"
                                        for name, share in lost.items()) + f"\n{result['overflowed']:.2%} scaled become inf",
                  transform=hist_ax.transAxes, fontsize=7, va="top")
-    occupied = [c for counts in result["counts"].values() for c, x in zip(counts, result["bin_centres"]) if c]
     xs = [x for counts in result["counts"].values() for c, x in zip(counts, result["bin_centres"]) if c]
-    if occupied:
+    if xs:
         hist_ax.set_xlim(min(min(xs), result["fp16_smallest_subnormal"]) / 10, max(xs) * 100)
     hist_ax.set_xscale("log")
     hist_ax.xaxis.set_major_locator(LogLocator(base=10, numticks=6))

@@ -164,7 +164,7 @@ class TensorLedger(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
-        inputs = {id(t.untyped_storage()) for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
+        inputs = None           # the inputs' storages, gathered once an output might be new
         for tensor in tree_leaves(out):
             if not isinstance(tensor, torch.Tensor):
                 continue
@@ -172,8 +172,12 @@ class TensorLedger(TorchDispatchMode):
                 continue
             storage = tensor.untyped_storage()
             key = id(storage)
-            if key in inputs or key in self._sizes or storage.nbytes() == 0:
-                continue        # a view, an in-place result, or a storage already counted
+            if key in self._sizes or storage.nbytes() == 0:
+                continue        # a storage already counted
+            if inputs is None:
+                inputs = {id(t.untyped_storage()) for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
+            if key in inputs:
+                continue        # a view or an in-place result
             self._sizes[key] = storage.nbytes()
             weakref.finalize(storage, self._freed, key)
             self._record(storage.nbytes())

@@ -32,6 +32,8 @@ from unittest import mock
 
 import torch
 
+from .simulated_queue import _no_gpu, presence_patches
+
 __all__ = ["Block", "SimulatedMemory"]
 
 MB = 2**20
@@ -87,52 +89,32 @@ class SimulatedMemory:
         memory = self
 
         def counter(read):
-            def query(device=None, *args, **kwargs):
-                if not gpu:
-                    raise RuntimeError("this (simulated) machine has no GPU")
-                return read()
-            return query
+            return lambda device=None, *args, **kwargs: read()
 
         def reset_peak(device=None, *args, **kwargs):
-            if not gpu:
-                raise RuntimeError("this (simulated) machine has no GPU")
             memory.peak = memory.allocated
-
-        def nothing(*args, **kwargs):
-            if not gpu:
-                raise RuntimeError("this (simulated) machine has no GPU")
 
         allocated, peak = counter(lambda: memory.allocated), counter(lambda: memory.peak)
         free_and_total = counter(lambda: (memory.total - memory.allocated, memory.total))
         memory_functions = {
             "memory_allocated": allocated, "max_memory_allocated": peak, "memory_reserved": allocated,
             "max_memory_reserved": peak, "reset_peak_memory_stats": reset_peak, "reset_max_memory_allocated": reset_peak,
-            "empty_cache": nothing, "synchronize": nothing,
+            "empty_cache": lambda *args, **kwargs: None, "synchronize": lambda *args, **kwargs: None,
             "memory_stats": counter(lambda: {"allocated_bytes.all.current": memory.allocated,
                                              "allocated_bytes.all.peak": memory.peak,
                                              "reserved_bytes.all.current": memory.allocated}),
+            "mem_get_info": free_and_total, "get_memory_info": free_and_total,
         }
-        cuda = {"is_available": lambda: gpu, "device_count": lambda: int(gpu), "current_device": lambda: 0,
-                "is_initialized": lambda: gpu, "mem_get_info": free_and_total,
-                "get_device_name": lambda *a, **k: "Simulated GPU", **memory_functions}
-        patches = {torch.cuda: cuda, torch.backends.mps: {"is_available": lambda: False}}
-        cuda_memory = getattr(torch.cuda, "memory", None)
-        if cuda_memory is not None:
-            patches[cuda_memory] = {name: f for name, f in memory_functions.items() if hasattr(cuda_memory, name)}
-        accelerator = getattr(torch, "accelerator", None)
-        if accelerator is not None:
-            on_accelerator = {**memory_functions, "get_memory_info": free_and_total}
-            patches[accelerator] = {
-                "is_available": lambda *a, **k: gpu, "device_count": lambda: int(gpu),
-                "current_accelerator": lambda *a, **k: torch.device("cuda") if gpu else None,
-                "current_device_index": lambda: 0 if gpu else -1,
+        if not gpu:    # a machine without a GPU: every memory function refuses, as there
+            memory_functions = dict.fromkeys(memory_functions, _no_gpu)
+        patches = presence_patches(gpu)
+        patches[torch.cuda].update({name: f for name, f in memory_functions.items() if name != "get_memory_info"})
+        for module in (getattr(torch.cuda, "memory", None), getattr(torch, "accelerator", None),
+                       getattr(getattr(torch, "accelerator", None), "memory", None)):
+            if module is not None:
                 # only what this torch has: code that looks for a function must find what it would find
-                **{name: f for name, f in on_accelerator.items() if hasattr(accelerator, name)},
-            }
-            accelerator_memory = getattr(accelerator, "memory", None)
-            if accelerator_memory is not None and accelerator_memory is not accelerator:
-                patches[accelerator_memory] = {name: f for name, f in on_accelerator.items()
-                                               if hasattr(accelerator_memory, name)}
+                patches.setdefault(module, {}).update(
+                    {name: f for name, f in memory_functions.items() if hasattr(module, name)})
         return patches
 
     def __enter__(self) -> "SimulatedMemory":

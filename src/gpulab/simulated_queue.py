@@ -163,19 +163,12 @@ class SimulatedQueue:
             yield
 
         gpu = self.device.type == "cuda"
-        cuda = {"is_available": lambda: gpu, "device_count": lambda: int(gpu), "current_device": lambda: 0,
-                "synchronize": self.synchronize if gpu else _no_gpu, "Event": Event if gpu else _no_gpu,
-                "current_stream": (lambda device=None: Stream()) if gpu else _no_gpu, "device": on_device,
-                "is_initialized": lambda: gpu, "get_device_name": lambda *a, **k: "Simulated GPU"}
-        patches = {torch.cuda: cuda, torch.backends.mps: {"is_available": lambda: False}}
-        accelerator = getattr(torch, "accelerator", None)
-        if accelerator is not None:
-            patches[accelerator] = {
-                "is_available": lambda *a, **k: gpu, "device_count": lambda: int(gpu),
-                "current_accelerator": lambda *a, **k: torch.device("cuda") if gpu else None,
-                "current_device_index": lambda: 0 if gpu else -1,
-                "synchronize": self.synchronize if gpu else _no_accelerator,
-            }
+        patches = presence_patches(gpu)
+        patches[torch.cuda].update({
+            "synchronize": self.synchronize if gpu else _no_gpu, "Event": Event if gpu else _no_gpu,
+            "current_stream": (lambda device=None: Stream()) if gpu else _no_gpu, "device": on_device})
+        if torch.accelerator in patches:
+            patches[torch.accelerator]["synchronize"] = self.synchronize if gpu else _no_accelerator
         return patches
 
     def __enter__(self) -> "SimulatedQueue":
@@ -192,6 +185,25 @@ class SimulatedQueue:
     def __exit__(self, *exc_info) -> None:
         stack, self._stack = self._stack, None
         stack.close()
+
+
+def presence_patches(gpu: bool) -> dict:
+    """What ``torch.cuda``, ``torch.backends.mps`` and ``torch.accelerator`` answer about which
+    devices there are, on a simulated machine with one CUDA GPU (``gpu``) or none:
+    ``{module: {name: replacement}}``, for the simulations to extend and apply."""
+    patches = {
+        torch.cuda: {"is_available": lambda: gpu, "device_count": lambda: int(gpu), "current_device": lambda: 0,
+                     "is_initialized": lambda: gpu, "get_device_name": lambda *a, **k: "Simulated GPU"},
+        torch.backends.mps: {"is_available": lambda: False},
+    }
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is not None:
+        patches[accelerator] = {
+            "is_available": lambda *a, **k: gpu, "device_count": lambda: int(gpu),
+            "current_accelerator": lambda *a, **k: torch.device("cuda") if gpu else None,
+            "current_device_index": lambda: 0 if gpu else -1,
+        }
+    return patches
 
 
 def _no_gpu(*args, **kwargs):

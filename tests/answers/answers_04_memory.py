@@ -24,8 +24,17 @@ _ACTIVATIONS_HEAD = '''
 def activation_bytes(model, x):
 '''
 
-_LARGEST_TRAINER = '''
+_BISECTION = '''
 def largest_batch(try_step, low, high):
+    best = None
+    while low <= high:
+        batch = (low + high) // 2
+        try:
+            try_step(batch)
+            best, low = batch, batch + 1
+        except torch.OutOfMemoryError:
+            high = batch - 1
+    return best
 '''
 
 _LOOP_HEAD = '''
@@ -156,19 +165,7 @@ def training_memory(model, x):
 '''),
     ],
     "largest": [
-        ("textbook bisection", '''
-def largest_batch(try_step, low, high):
-    best = None
-    while low <= high:
-        batch = (low + high) // 2
-        try:
-            try_step(batch)
-        except torch.OutOfMemoryError:
-            high = batch - 1
-        else:
-            best, low = batch, batch + 1
-    return best
-'''),
+        ("textbook bisection", _BISECTION),
         ("a helper that says whether it fits, torch.cuda.OutOfMemoryError, low checked first", '''
 import gc
 
@@ -363,31 +360,11 @@ def largest_batch(try_step, low, high):
         best = batch
     return best
 ''', {"largest-answer", "largest-tries"}, False),
-        ("keeps the last error for the report", '''
-def largest_batch(try_step, low, high):
-    best = None
-    while low <= high:
-        batch = (low + high) // 2
-        try:
-            try_step(batch)
-            best, low = batch, batch + 1
-        except torch.OutOfMemoryError as error:
-            largest_batch.last_error = error
-            high = batch - 1
-    return best
-''', {"largest-answer", "largest-memory"}, False),
-        ("every exception means too big", '''
-def largest_batch(try_step, low, high):
-    best = None
-    while low <= high:
-        batch = (low + high) // 2
-        try:
-            try_step(batch)
-            best, low = batch, batch + 1
-        except Exception:
-            high = batch - 1
-    return best
-''', {"largest-other-errors"}, False),
+        ("keeps the last error for the report", _BISECTION.replace(
+            "except torch.OutOfMemoryError:\n", "except torch.OutOfMemoryError as error:\n"
+            "            largest_batch.last_error = error\n"), {"largest-answer", "largest-memory"}, False),
+        ("every exception means too big", _BISECTION.replace("except torch.OutOfMemoryError:", "except Exception:"),
+         {"largest-other-errors"}, False),
         ("returns the first size that does not fit", '''
 def largest_batch(try_step, low, high):
     while low < high:
