@@ -1,0 +1,186 @@
+"""gpulab.distributed: real torchrun runs of gloo processes on this machine."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from unittest import mock
+
+import pytest
+import torch.distributed as dist
+
+from gpulab import distributed
+
+
+@pytest.fixture(autouse=True)
+def scratch(tmp_path, monkeypatch):
+    """Runs keep their files under this test's folder (the real scratch folder goes only at exit)."""
+    (tmp_path / "scratch").mkdir()
+    monkeypatch.setattr(distributed, "_SCRATCH", tmp_path / "scratch")
+
+
+def write(folder: Path, name: str, source: str) -> Path:
+    path = folder / name
+    path.write_text(textwrap.dedent(source))
+    return path
+
+
+def processes_naming(text: str) -> list[str]:
+    """Command lines of the running processes (this one aside) that mention ``text``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="ignore")
+            except OSError:
+                continue
+            if text in cmdline:
+                found.append(cmdline)
+    return found
+
+
+HANG = """
+    import time
+    import torch, torch.distributed as dist
+    import gpulab.distributed as gd
+
+    gd.init_process_group()
+    if dist.get_rank() == 0:
+        print("waiting in all_reduce", flush=True)
+        dist.all_reduce(torch.ones(1))       # rank 1 never joins
+    else:
+        print("sleeping", flush=True)
+        time.sleep(300)
+"""
+
+
+def test_a_run_gives_back_rank_0s_result_every_ranks_log_and_its_progress(tmp_path, capsys):
+    script = write(tmp_path, "sum.py", """
+        import torch, torch.distributed as dist
+        import gpulab.distributed as gd
+
+        device = gd.init_process_group()
+        rank = dist.get_rank()
+        total = torch.tensor([float(rank + 1)], device=device)
+        dist.all_reduce(total)
+        print(f"rank {rank} of {dist.get_world_size()}: sum {total.item():g}, {torch.get_num_threads()} threads")
+        for step in range(3):
+            gd.report_progress(step + 1, 3)
+        gd.save_result({"sum": total.item(), "world": dist.get_world_size(), "backend": dist.get_backend()})
+        dist.destroy_process_group()
+    """)
+    seen = []
+    run = distributed.torchrun(script, 3, threads=1, progress=lambda done, total: seen.append((done, total)))
+    assert run.ok and run.returncode == 0
+    assert run.result == {"sum": 6.0, "world": 3, "backend": "gloo"}
+    assert run.logs == {rank: f"rank {rank} of 3: sum 6, 1 threads" for rank in range(3)}
+    assert seen == [(1, 3), (2, 3), (3, 3)]
+    assert run.command[:3] == ["torchrun", "--standalone", "--nproc_per_node=3"]
+    printed = capsys.readouterr().out
+    assert printed.startswith("$ torchrun --standalone --nproc_per_node=3 ") and "(gloo, 1 thread per process)" in printed
+    assert all(f"[rank {rank}] rank {rank} of 3: sum 6" in printed for rank in range(3))
+    assert not processes_naming(str(script))
+    assert not list(distributed.scratch_folder().glob("run-*")), "a run's logs and result files are removed after it"
+
+
+def test_a_failing_rank_raises_with_its_traceback_and_stops_the_others(tmp_path):
+    script = write(tmp_path, "fails.py", """
+        import time
+        import torch.distributed as dist
+        import gpulab.distributed as gd
+
+        gd.init_process_group()
+        print("started", flush=True)
+        if dist.get_rank() == 1:
+            raise ValueError("rank 1 has bad data")
+        time.sleep(300)                       # rank 0 would wait for ever
+    """)
+    with pytest.raises(distributed.RankFailed) as failure:
+        distributed.torchrun(script, 2, echo=False, timeout_s=60)
+    message = str(failure.value)
+    assert message.startswith("rank 1 failed:\nTraceback") and "ValueError: rank 1 has bad data" in message
+    assert "[rank1]" not in message, "torch's rank prefix is taken off the traceback's lines"
+    assert not processes_naming(str(script))
+
+    run = distributed.torchrun(script, 2, echo=False, check=False)
+    assert not run.ok and "ValueError: rank 1 has bad data" in run.failure()
+    assert run.logs[0].startswith("started")
+
+
+def test_a_killed_rank_is_reported_from_torchruns_own_account(tmp_path):
+    script = write(tmp_path, "killed.py", """
+        import os, signal
+        import gpulab.distributed as gd
+
+        gd.init_process_group()
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    run = distributed.torchrun(script, 2, echo=False, check=False)
+    assert not run.ok
+    assert run.failure().startswith(f"torchrun exited with status {run.returncode}") and "SIGKILL" in run.failure()
+
+
+def test_a_hang_ends_at_the_timeout_with_a_clear_message_and_nothing_left(tmp_path):
+    script = write(tmp_path, "hangs.py", HANG)
+    start = time.monotonic()
+    with pytest.raises(distributed.DistributedTimeout) as timeout:
+        distributed.torchrun(script, 2, timeout_s=8, echo=False)
+    assert time.monotonic() - start < 8 + 10
+    message = str(timeout.value)
+    assert "did not finish within 8 s" in message and "same collective calls" in message
+    assert "rank 0, last lines:\nwaiting in all_reduce" in message and "rank 1, last lines:\nsleeping" in message
+    assert not processes_naming(str(script))
+
+
+def test_an_interrupted_run_stops_every_rank(tmp_path):
+    script = write(tmp_path, "interrupted.py", HANG)
+    driver = subprocess.Popen(
+        [sys.executable, "-c", f"import gpulab.distributed as d; d.torchrun({str(script)!r}, 2, timeout_s=120)"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    for line in driver.stdout:                 # wait until both ranks are running
+        lines.append(line)
+        if sum("] waiting" in seen or "] sleeping" in seen for seen in lines) == 2:
+            break
+    driver.send_signal(signal.SIGINT)          # what the notebook's interrupt button does to the kernel
+    rest, _ = driver.communicate(timeout=60)
+    assert "interrupted: the 2 ranks were stopped" in rest and "KeyboardInterrupt" in rest
+    assert not processes_naming(str(script))
+
+
+def test_the_scratch_folder_goes_when_python_exits():
+    printed = subprocess.run([sys.executable, "-c", "import gpulab.distributed as d; print(d.scratch_folder())"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    assert Path(printed).name.startswith("gpulab-scripts-") and not Path(printed).exists()
+
+
+def test_a_missing_script_or_no_processes_is_refused_at_once(tmp_path):
+    with pytest.raises(FileNotFoundError, match="write it first"):
+        distributed.torchrun(tmp_path / "nothing.py", 2)
+    with pytest.raises(ValueError, match="at least 1"):
+        distributed.torchrun(write(tmp_path, "x.py", "pass\n"), 0)
+
+
+@pytest.mark.parametrize("gpus, nproc, nccl, expected", [
+    (0, 2, False, "gloo"), (1, 2, True, "gloo"), (2, 2, True, "nccl"), (8, 4, True, "nccl"), (2, 2, False, "gloo"),
+])
+def test_nccl_only_when_every_process_has_a_gpu_of_its_own(gpus, nproc, nccl, expected):
+    with mock.patch("torch.cuda.is_available", return_value=gpus > 0), \
+            mock.patch("torch.cuda.device_count", return_value=gpus), \
+            mock.patch.object(dist, "is_nccl_available", return_value=nccl):
+        assert distributed.backend_for(nproc) == expected
+
+
+def test_save_result_outside_a_run_prints_and_on_other_ranks_does_nothing(capsys, monkeypatch):
+    monkeypatch.delenv(distributed.RESULT_VARIABLE, raising=False)
+    monkeypatch.setenv("RANK", "1")
+    distributed.save_result({"a": 1})
+    assert capsys.readouterr().out == ""
+    monkeypatch.setenv("RANK", "0")
+    distributed.save_result({"a": 1})
+    assert capsys.readouterr().out == 'result: {"a": 1}\n'
