@@ -274,6 +274,11 @@ GPU_SHAPED = {
                                                      "float16": "bfloat16"}, device="cuda:0"),
     "05_step": lambda r: _gpu_shaped(r, "loss", {name: name for name in r["loss"]}, device="cuda:0"),
     "05_underflow": lambda r: _gpu_shaped(r, "counts", {name: name for name in r["counts"]}, device="cuda:0"),
+    "06_allreduce": lambda r: _gpu_shaped(r, "seconds", {name: name for name in r["seconds"]}, device="cuda:0",
+                                          backend="nccl"),
+    "06_throughput": lambda r: _gpu_shaped(r, "samples_per_s", {"DDP": "DDP"}, device="cuda:0", backend="nccl"),
+    "06_gradients": lambda r: _gpu_shaped(r, "max_abs_difference", {name: name for name in r["max_abs_difference"]},
+                                          device="cuda:0", backend="nccl"),
 }
 
 
@@ -384,6 +389,16 @@ def real_gpu_results():
                          "fp16_smallest_normal": 6.1e-5, "fp16_smallest_subnormal": 6e-8,
                          "trace": {"steps": [1, 2, 3, 4], "scale": [65536.0, 65536.0, 131072.0, 65536.0],
                                    "skipped": [False, False, True, False], "inf_at": 3, "growth_interval": 2}},
+        "06_allreduce": {"backend": "nccl", "device": "cuda:0", "sizes": [4096, 65536, 1048576, 16777216],
+                         "seconds": {"2 processes": [2e-5, 2.5e-5, 4e-5, 2.4e-4], "4 processes": [3e-5, 3.5e-5, 6e-5, 4e-4]},
+                         "busbw_gbps": {"2 processes": [0.2, 2.6, 26.0, 70.0], "4 processes": [0.2, 2.8, 26.0, 63.0]},
+                         "fit": {"2 processes": {"alpha_s": 2e-5, "beta_s_per_byte": 1.3e-11},
+                                 "4 processes": {"alpha_s": 3e-5, "beta_s_per_byte": 2.2e-11}}},
+        "06_throughput": {"backend": "nccl", "device": "cuda:0", "processes": [1, 2, 4], "threads": 4, "width": 512,
+                          "batch": 256, "cores": 16, "samples_per_s": {"DDP": [1e5, 1.9e5, 3.7e5]}},
+        "06_gradients": {"backend": "nccl", "device": "cuda:0", "parameters": ["0.weight", "0.bias", "2.weight"],
+                         "global_batch": 64, "world": 2, "largest_gradient": 0.2,
+                         "max_abs_difference": {"DDP, all-reduced": [1e-8, 0.0, 2e-8], "rank 0's share alone": [0.04, 0.02, 0.1]}},
     }
 
 
@@ -393,7 +408,7 @@ def test_a_readers_gpu_results_draw_every_pane_and_no_stand_ins(lesson_runs):
     for name, result in results.items():
         figure = drawn(lesson_runs[name].panel, result)
         assert len(figure.axes) == {"00_overhead": 2, "01_matmul": 2, "02_bandwidth": 3, "04_checkpoint": 2,
-                                     "05_underflow": 2}.get(name, 1), name
+                                     "05_underflow": 2, "06_allreduce": 2}.get(name, 1), name
         for ax in figure.axes:
             lines = data_lines(ax)
             assert lines and not [line for line in lines if line.get_gid().startswith("known|")], (name, ax.get_title())

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from . import plots, reference
 
-__all__ = ["FOR_PANEL", "amdahl", "amp_step", "bandwidth", "batch_memory", "checkpointing", "cuda_snapshot", "dtype_matmul",
-           "matmul", "memory_timeline", "number_formats", "overhead", "placement", "roofline", "sync", "throughput",
-           "underflow"]
+__all__ = ["FOR_PANEL", "allreduce", "amdahl", "amp_step", "bandwidth", "batch_memory", "checkpointing", "cuda_snapshot",
+           "ddp_gradients", "ddp_throughput", "dtype_matmul", "matmul", "memory_timeline", "number_formats", "overhead",
+           "placement", "roofline", "sync", "throughput", "underflow"]
 
 
 def _no_accelerator(result: dict, by_device_key: str | None = None) -> bool:
@@ -573,8 +573,113 @@ def underflow(result: dict, figure) -> None:
     plots.legend(figure)
 
 
+# ---------------------------------------------------------------- lesson 06
+
+
+# Link rates for the all-reduce figure where no GPUs were measured: per direction, from the specifications.
+LINKS_GBPS = {"PCIe 4.0 ×16": 31.5, "NVLink 4 (H100 SXM), per GPU and direction": 450.0}
+
+
+def _processes_reference(record: dict | None, result: dict, keys: tuple[str, ...]) -> tuple[dict | None, bool]:
+    """(the reference to draw, whether it was measured on CPU processes over gloo)."""
+    usable = _same_experiment(record, result, keys)
+    return usable, usable is not None and usable["result"].get("backend") != "nccl"
+
+
+def _where(result: dict) -> str:
+    return f"{result['backend']} on {'CPU processes' if result['device'] == 'cpu' else 'one GPU per process'}"
+
+
+def _processes_note(figure, result: dict, record: dict | None) -> None:
+    if result["backend"] != "nccl" and (record is None or record["result"].get("backend") != "nccl"):
+        plots.note(figure, "gloo on CPU processes here: NCCL needs a CUDA GPU per process · "
+                   + (reference.NOT_RECORDED if record is None else "the reference ran on CPU processes too"))
+
+
+def allreduce(result: dict, figure) -> None:
+    """06_allreduce: all-reduce time against message size per number of processes, with the α + β·S
+    fit the lesson made, and the bus bandwidth S/t · 2(n − 1)/n."""
+    record = reference.load("06_allreduce")
+    usable, on_cpu = _processes_reference(record, result, ())
+    time_ax, bus_ax = figure.subplots(1, 2)
+    plots.series(time_ax, result, x="sizes", y="seconds", reference=usable, scale=1e3, on_reference_cpu=on_cpu)
+    for name, fit in result.get("fit", {}).items():
+        color = next((line.get_color() for line in time_ax.get_lines() if line.get_gid() == f"yours|{name}"), None)
+        sizes = result["sizes"]
+        time_ax.plot(sizes, [(fit["alpha_s"] + fit["beta_s_per_byte"] * s) * 1e3 for s in sizes], "--", color=color,
+                     linewidth=1, gid=f"fit|{name}",
+                     label=f"{name}: α + β·S, α = {fit['alpha_s'] * 1e6:,.0f} µs, 1/β = {1e-9 / fit['beta_s_per_byte']:.3g} GB/s")
+    plots.series(bus_ax, result, x="sizes", y="busbw_gbps", reference=usable, on_reference_cpu=on_cpu)
+    if result["backend"] != "nccl" and usable is None:
+        for index, (link, gbps) in enumerate(LINKS_GBPS.items()):
+            plots.known_level(bus_ax, gbps, f"{link}: {gbps:g} GB/s (theoretical)", index)
+    _processes_note(figure, result, record)
+    time_ax.set_title(f"all_reduce time ({_where(result)})", fontsize=9)
+    bus_ax.set_title("bus bandwidth = S/t · 2(n − 1)/n", fontsize=9)
+    for ax, ylabel in ((time_ax, "ms per all_reduce"), (bus_ax, "GB/s")):
+        _finish(ax, "message size S", ylabel, x="bytes")
+        ticks = result["sizes"][::-2][::-1] if len(result["sizes"]) > 4 else result["sizes"]   # ×16 apart: readable
+        ax.set_xticks(ticks, [plots.format_bytes(size) for size in ticks])
+    plots.legend(figure)
+
+
+def ddp_throughput(result: dict, figure) -> None:
+    """06_throughput: training samples per second against the number of processes, beside n times
+    one process's rate, with the number of cores marked."""
+    record = reference.load("06_throughput")
+    usable, on_cpu = _processes_reference(record, result, ("width", "batch"))
+    ax = figure.subplots()
+    processes = result["processes"]
+    baseline = result["samples_per_s"]["DDP"][0]
+    ax.plot(processes, [baseline * n for n in processes], ":", color="#999999", gid="model|ideal",
+            label="n × one process (perfect scaling)")
+    plots.series(ax, result, x="processes", y="samples_per_s", reference=usable, on_reference_cpu=on_cpu,
+                 colors={"DDP": plots.DEVICE_COLORS["cpu" if result["device"] == "cpu" else "cuda:0"]},
+                 label=lambda name: f"{name}, {result['threads']} thread{'s' * (result['threads'] != 1)} per process "
+                                    "(1 process: no DDP)")
+    if result["device"] == "cpu":
+        plots.mark_x(ax, result["cores"], f"{result['cores']} cores here")
+    _processes_note(figure, result, record)
+    ax.set_title(f"MLP of width {result['width']}, batch {result['batch']} per process ({_where(result)})", fontsize=9)
+    ax.set_xticks(processes)
+    ax.set_xlim(0.8, max(processes[-1], result.get("cores", 1)) + 0.2)
+    ax.set_ylim(0, None)
+    ax.set_xlabel("processes")
+    ax.set_ylabel("training samples / s, all processes")
+    ax.grid(True, which="major", alpha=0.3)
+    plots.legend(figure)
+
+
+GRADIENT_FLOOR = 1e-12      # a difference of exactly 0 is drawn here, on the log axis
+
+
+def ddp_gradients(result: dict, figure) -> None:
+    """06_gradients: per parameter tensor, the largest difference between one process's gradient of the
+    whole batch and DDP's all-reduced gradient — and rank 0's own, before averaging."""
+    record = reference.load("06_gradients")
+    usable, on_cpu = _processes_reference(record, result, ("global_batch", "world"))
+    ax = figure.subplots()
+    shown = dict(result, index=list(range(len(result["parameters"]))))
+    theirs = dict(usable, result=dict(usable["result"], index=shown["index"])) if usable else None
+    plots.series(ax, shown, x="index", y="max_abs_difference", derive=lambda _x, v: max(v, GRADIENT_FLOOR),
+                 reference=theirs, on_reference_cpu=on_cpu,
+                 colors={"DDP, all-reduced": "#55a868", "rank 0's share alone": "#dd8452"})
+    eps = 2.0**-23 * result["largest_gradient"]
+    ax.axhline(eps, color="#999999", linestyle=":", linewidth=1, gid="level|eps",
+               label=f"float32 rounding at the largest gradient: {eps:.1g}")
+    ax.set_xticks(shown["index"], result["parameters"], fontsize=8)
+    ax.set_title(f"largest |difference| from one process's gradient: global batch {result['global_batch']} over "
+                 f"{result['world']} processes\n({_where(result)}; a difference of 0 is drawn at 1e-12)", fontsize=9)
+    plots.log_axis(ax, "y")
+    ax.set_xlabel("parameter tensor")
+    ax.set_ylabel("max |difference|")
+    ax.grid(True, which="major", alpha=0.3)
+    plots.legend(figure)
+
+
 # Which figure draws which panel (and reads that panel's reference).
 FOR_PANEL = {"00_roofline": roofline, "00_overhead": overhead, "00_amdahl": amdahl, "01_matmul": matmul,
              "02_bandwidth": bandwidth, "02_sync": sync, "03_throughput": throughput, "03_placement": placement,
              "04_batch": batch_memory, "04_checkpoint": checkpointing, "04_timeline": memory_timeline,
-             "05_matmul": dtype_matmul, "05_step": amp_step, "05_underflow": underflow}
+             "05_matmul": dtype_matmul, "05_step": amp_step, "05_underflow": underflow,
+             "06_allreduce": allreduce, "06_throughput": ddp_throughput, "06_gradients": ddp_gradients}
