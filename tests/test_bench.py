@@ -5,6 +5,8 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -96,10 +98,14 @@ def test_two_panels_with_one_name_are_refused(tmp_path):
 
 def test_files_a_lesson_writes_stay_out_of_the_working_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    lesson = write_lesson(tmp_path, "98_fake", SETUP, "open('scratch.txt', 'w').write('x')")
+    lesson = write_lesson(tmp_path, "98_fake", SETUP, "open('scratch.txt', 'w').write('x')",
+                          "import tempfile; kept = tempfile.mkdtemp(); open(f'{kept}/t', 'w').write('x'); print(kept)")
+    before = tempfile.gettempdir()
     bench.run_lesson(lesson, tmp_path / "out")
     assert not (tmp_path / "scratch.txt").exists()
     assert os.getcwd() == str(tmp_path)
+    assert tempfile.gettempdir() == before
+    assert not any(p.name.startswith("gpulab-bench-") for p in Path(before).iterdir()), "a lesson's temporary files go with it"
 
 
 def test_lessons_run_in_a_clean_namespace(tmp_path):

@@ -71,6 +71,7 @@ def lab(tmp_path_factory):
     home = tmp_path_factory.mktemp("jupyterlab")
     root = home / "notebooks"
     root.mkdir()
+    (home / "tmp").mkdir()
     for lesson in LESSONS:
         shutil.copy(lesson, root / lesson.name)
     # JupyterLab would ask whether to fetch news and check for updates from the internet, and would
@@ -82,7 +83,8 @@ def lab(tmp_path_factory):
         path.write_text(json.dumps(values))
     port, token = _free_port(), secrets.token_hex(16)
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(home / "runtime"), JUPYTER_CONFIG_DIR=str(home / "config"),
-               JUPYTER_PLATFORM_DIRS="1", MPLBACKEND="Agg")
+               JUPYTER_PLATFORM_DIRS="1", MPLBACKEND="Agg",
+               TMPDIR=str(home / "tmp"))              # what the kernels write goes with the server's folder
     command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
                "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
                f"--LabApp.user_settings_dir={home / 'settings'}", f"--LabApp.workspaces_dir={home / 'workspaces'}"]

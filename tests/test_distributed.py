@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -157,6 +158,30 @@ def test_the_scratch_folder_goes_when_python_exits():
     printed = subprocess.run([sys.executable, "-c", "import gpulab.distributed as d; print(d.scratch_folder())"],
                              capture_output=True, text=True, check=True).stdout.strip()
     assert Path(printed).name.startswith("gpulab-scripts-") and not Path(printed).exists()
+
+
+def test_a_killed_pythons_scratch_folder_is_removed(tmp_path):
+    killed = subprocess.run([sys.executable, "-c", "import os, signal, gpulab.distributed as d; "
+                             "print(d.scratch_folder(), flush=True); os.kill(os.getpid(), signal.SIGKILL)"],
+                            capture_output=True, text=True, env=dict(os.environ, TMPDIR=str(tmp_path)))
+    left = Path(killed.stdout.strip())
+    assert left.parent == tmp_path and left.name.startswith("gpulab-scripts-")
+    deadline = time.monotonic() + 10
+    while left.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not left.exists(), "a killed kernel runs no atexit: its janitor removes the folder"
+
+
+def test_orphaned_scratch_folders_are_swept_by_the_next_python(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(distributed, "_SCRATCH", None)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    orphan = tmp_path / f"gpulab-scripts-{gone.stdout.strip()}-abc"        # a Python that no longer runs
+    alive = tmp_path / f"gpulab-scripts-{os.getpid()}-def"
+    orphan.mkdir()
+    alive.mkdir()
+    mine = distributed.scratch_folder()
+    assert not orphan.exists() and alive.is_dir() and mine.is_dir()
 
 
 def test_a_missing_script_or_no_processes_is_refused_at_once(tmp_path):

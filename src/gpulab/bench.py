@@ -154,10 +154,11 @@ def run_lesson(
     shell.reset(new_session=False)
     recorded: list[Recorded] = []
     seen: set[int] = set()
-    here = os.getcwd()
+    here, temporary = os.getcwd(), tempfile.tempdir
     try:
         with tempfile.TemporaryDirectory(prefix="gpulab-bench-") as scratch:
             os.chdir(scratch)  # files a lesson writes land here, not in the checkout
+            tempfile.tempdir = scratch  # and its temporary files too (lesson 06's scripts): all go with it
             for number, source in enumerate(cells, start=1):
                 with capture_output() as captured:
                     result = shell.run_cell(source, store_history=False)
@@ -182,6 +183,7 @@ def run_lesson(
                     progress(number, len(cells), path.stem)
     finally:
         os.chdir(here)
+        tempfile.tempdir = temporary
         shell.reset(new_session=False)
         _release_memory()
     return recorded

@@ -136,9 +136,31 @@ def scratch_folder() -> Path:
     """
     global _SCRATCH
     if _SCRATCH is None or not _SCRATCH.is_dir():
-        _SCRATCH = Path(tempfile.mkdtemp(prefix="gpulab-scripts-"))
+        _remove_orphans()
+        _SCRATCH = Path(tempfile.mkdtemp(prefix=f"gpulab-scripts-{os.getpid()}-"))
         atexit.register(shutil.rmtree, _SCRATCH, ignore_errors=True)
+        # A kernel that is killed runs no atexit: a small process of its own removes the folder then.
+        subprocess.Popen([sys.executable, "-c", _JANITOR, str(_SCRATCH), str(os.getpid())], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     return _SCRATCH
+
+
+_JANITOR = """import os, shutil, sys, time
+while os.getppid() == int(sys.argv[2]):
+    time.sleep(0.2)
+shutil.rmtree(sys.argv[1], ignore_errors=True)
+"""
+
+
+def _remove_orphans() -> None:
+    """Remove the scratch folders of Pythons that are gone without cleaning up (a kernel that was killed)."""
+    for folder in Path(tempfile.gettempdir()).glob("gpulab-scripts-*-*"):
+        try:
+            os.kill(int(folder.name.split("-")[2]), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except (ValueError, OSError):
+            continue
 
 
 @dataclass

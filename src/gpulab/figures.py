@@ -634,7 +634,7 @@ def ddp_throughput(result: dict, figure) -> None:
     ax.plot(processes, [baseline * n for n in processes], ":", color="#999999", gid="model|ideal",
             label="n × one process (perfect scaling)")
     plots.series(ax, result, x="processes", y="samples_per_s", reference=usable, on_reference_cpu=on_cpu,
-                 colors={"DDP": plots.DEVICE_COLORS["cpu" if result["device"] == "cpu" else "cuda:0"]},
+                 colors={"DDP": plots.color_for(result["device"])},
                  label=lambda name: f"{name}, {result['threads']} thread{'s' * (result['threads'] != 1)} per process "
                                     "(1 process: no DDP)")
     if result["device"] == "cpu":
