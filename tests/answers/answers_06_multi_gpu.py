@@ -59,6 +59,19 @@ def shares(body: str) -> str:
     return _SHARES.replace("BODY", body.strip("\n"))
 
 
+def sampled(options: str) -> str:
+    """The sampler loop of a right answer, with the sampler made with ``options``."""
+    return shares(f'''
+    sampler = DistributedSampler(dataset, {options})
+    loader = DataLoader(dataset, batch_size=batch_size, sampler=sampler)
+    seen = []
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)
+        seen.append([int(i) for indices, _ in loader for i in indices])
+    return seen
+''')
+
+
 def checkpoint(save: str = _SAVE, load: str = _LOAD) -> str:
     return _CHECKPOINT.replace("SAVE", save.strip("\n")).replace("LOAD", load.strip("\n"))
 
@@ -202,15 +215,7 @@ WRONG = {
     loader = DataLoader(dataset, batch_size=batch_size, sampler=sampler)
     return [[int(i) for indices, _ in loader for i in indices] for _ in range(epochs)]
 '''), {"shares-epochs"}, True),
-        ("a sampler that does not shuffle", shares('''
-    sampler = DistributedSampler(dataset, shuffle=False)
-    loader = DataLoader(dataset, batch_size=batch_size, sampler=sampler)
-    seen = []
-    for epoch in range(epochs):
-        sampler.set_epoch(epoch)
-        seen.append([int(i) for indices, _ in loader for i in indices])
-    return seen
-'''), {"shares-epochs"}, True),
+        ("a sampler that does not shuffle", sampled("shuffle=False"), {"shares-epochs"}, True),
         ("its own shares, every world-size-th of a shuffled order", shares('''
     rank, world = dist.get_rank(), dist.get_world_size()
     seen = []
@@ -220,15 +225,7 @@ WRONG = {
         seen.append([int(i) for indices, _ in loader for i in indices])
     return seen
 '''), {"shares-uneven"}, True),
-        ("drop_last: equal shares, but a sample is never seen", shares('''
-    sampler = DistributedSampler(dataset, drop_last=True)
-    loader = DataLoader(dataset, batch_size=batch_size, sampler=sampler)
-    seen = []
-    for epoch in range(epochs):
-        sampler.set_epoch(epoch)
-        seen.append([int(i) for indices, _ in loader for i in indices])
-    return seen
-'''), {"shares-uneven"}, True),
+        ("drop_last: equal shares, but a sample is never seen", sampled("drop_last=True"), {"shares-uneven"}, True),
     ],
     "busbw": [
         ("the algorithm bandwidth, without the 2(n − 1)/n", '''
