@@ -73,7 +73,8 @@ def test_a_run_gives_back_rank_0s_result_every_ranks_log_and_its_progress(tmp_pa
         for step in range(3):
             gd.report_progress(step + 1, 3)
         gd.save_result({"sum": total.item(), "world": dist.get_world_size(), "backend": dist.get_backend()})
-        dist.destroy_process_group()
+        gd.finish()
+        print("never printed: finish() is the end")
     """)
     seen = []
     run = distributed.torchrun(script, 3, threads=1, progress=lambda done, total: seen.append((done, total)))
