@@ -5,15 +5,13 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
 import pytest
 
 import numpy as np
 import torch
 
-from gpulab import bench, cli, course, figures, plots, reference, widgets
+from gpulab import bench, cli, course, distributed, figures, plots, reference, widgets
 from gpulab.memory import TensorLedger
 from gpulab.widgets import Panel
 
@@ -99,13 +97,15 @@ def test_two_panels_with_one_name_are_refused(tmp_path):
 def test_files_a_lesson_writes_stay_out_of_the_working_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     lesson = write_lesson(tmp_path, "98_fake", SETUP, "open('scratch.txt', 'w').write('x')",
-                          "import tempfile; kept = tempfile.mkdtemp(); open(f'{kept}/t', 'w').write('x'); print(kept)")
-    before = tempfile.gettempdir()
+                          "scripts = gpulab.distributed.scratch_folder(); (scripts / 'job.py').write_text('pass')")
+    monkeypatch.setattr(distributed, "_SCRATCH", None)
+    monkeypatch.setattr(distributed, "_remove_orphans", lambda: None)
+    monkeypatch.setattr(distributed.subprocess, "Popen", lambda *args, **kwargs: None)    # no janitor for this test
+    monkeypatch.setattr(distributed.tempfile, "tempdir", str(tmp_path))
     bench.run_lesson(lesson, tmp_path / "out")
     assert not (tmp_path / "scratch.txt").exists()
     assert os.getcwd() == str(tmp_path)
-    assert tempfile.gettempdir() == before
-    assert not any(p.name.startswith("gpulab-bench-") for p in Path(before).iterdir()), "a lesson's temporary files go with it"
+    assert not list(tmp_path.glob("gpulab-scripts-*")), "the scripts a lesson wrote go with it"
 
 
 def test_lessons_run_in_a_clean_namespace(tmp_path):

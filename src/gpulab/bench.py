@@ -144,7 +144,7 @@ def run_lesson(
     from IPython.core.interactiveshell import InteractiveShell
     from IPython.utils.capture import capture_output
 
-    from . import plots
+    from . import distributed, plots
     from .widgets import Panel, _release_memory
 
     path, out = Path(path), Path(out)
@@ -154,11 +154,10 @@ def run_lesson(
     shell.reset(new_session=False)
     recorded: list[Recorded] = []
     seen: set[int] = set()
-    here, temporary = os.getcwd(), tempfile.tempdir
+    here = os.getcwd()
     try:
         with tempfile.TemporaryDirectory(prefix="gpulab-bench-") as scratch:
             os.chdir(scratch)  # files a lesson writes land here, not in the checkout
-            tempfile.tempdir = scratch  # and its temporary files too (lesson 06's scripts): all go with it
             for number, source in enumerate(cells, start=1):
                 with capture_output() as captured:
                     result = shell.run_cell(source, store_history=False)
@@ -183,7 +182,7 @@ def run_lesson(
                     progress(number, len(cells), path.stem)
     finally:
         os.chdir(here)
-        tempfile.tempdir = temporary
+        distributed.remove_scratch_folder()  # the scripts a lesson wrote (lesson 06) go with it
         shell.reset(new_session=False)
         _release_memory()
     return recorded

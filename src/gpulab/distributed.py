@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 __all__ = ["DistributedError", "DistributedTimeout", "RankFailed", "Run", "backend_for", "finish", "init_process_group",
-           "report_progress", "save_result", "scratch_folder", "startup_s", "torchrun"]
+           "remove_scratch_folder", "report_progress", "save_result", "scratch_folder", "startup_s", "torchrun"]
 
 RESULT_VARIABLE = "GPULAB_RESULT"
 PROGRESS_VARIABLE = "GPULAB_PROGRESS"
@@ -169,6 +169,14 @@ while os.getppid() == int(sys.argv[2]):
     time.sleep(0.2)
 shutil.rmtree(sys.argv[1], ignore_errors=True)
 """
+
+
+def remove_scratch_folder() -> None:
+    """Remove this Python's scratch folder now, with everything in it (the next use makes a new one)."""
+    global _SCRATCH
+    if _SCRATCH is not None:
+        shutil.rmtree(_SCRATCH, ignore_errors=True)
+        _SCRATCH = None
 
 
 def _remove_orphans() -> None:
