@@ -36,7 +36,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["DistributedError", "DistributedTimeout", "RankFailed", "Run", "backend_for", "finish", "init_process_group",
+__all__ = ["DistributedError", "DistributedTimeout", "RankFailed", "Run", "backend_for", "finish", "init_process_group", "other_processes",
            "remove_scratch_folder", "report_progress", "save_result", "scratch_folder", "startup_s", "torchrun"]
 
 RESULT_VARIABLE = "GPULAB_RESULT"
@@ -231,22 +231,27 @@ def _unprefixed(line: str) -> str:
     return line
 
 
-def _marked_processes(mark: str) -> list[int]:
-    """The processes (other than this one) whose environment carries ``MARK_VARIABLE=mark``; [] without /proc."""
-    needle = f"{MARK_VARIABLE}={mark}".encode()
-    found = []
+def other_processes(part: str):
+    """(pid, bytes) of ``/proc/PID/<part>`` (``cmdline``, ``environ``) for every readable process but this one.
+
+    Nothing where there is no /proc (macOS, Windows).
+    """
     proc = Path("/proc")
     if not proc.is_dir():
-        return found
+        return
     for entry in proc.iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
-            if needle in (entry / "environ").read_bytes().split(b"\0"):
-                found.append(int(entry.name))
+            yield int(entry.name), (entry / part).read_bytes()
         except OSError:
             continue
-    return found
+
+
+def _marked_processes(mark: str) -> list[int]:
+    """The processes (other than this one) whose environment carries ``MARK_VARIABLE=mark``."""
+    needle = f"{MARK_VARIABLE}={mark}".encode()
+    return [pid for pid, environ in other_processes("environ") if needle in environ.split(b"\0")]
 
 
 def _stop(process: subprocess.Popen, mark: str, grace_s: float = 3.0) -> None:

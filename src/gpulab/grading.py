@@ -343,19 +343,12 @@ def _run_notebook(solution: dict, exercise: str, answer_source: str) -> dict:
 
 def kill_processes_mentioning(marker: str) -> None:
     """End every process but this one whose command line names ``marker`` (a kernel left in a temporary folder)."""
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return
-    for entry in proc.iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="ignore")
-        except OSError:
-            continue
-        if marker in cmdline:
+    from .distributed import other_processes
+
+    for pid, cmdline in other_processes("cmdline"):
+        if marker in cmdline.replace(b"\0", b" ").decode(errors="ignore"):
             try:
-                os.kill(int(entry.name), signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
 
