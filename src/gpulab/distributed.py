@@ -36,8 +36,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["DistributedError", "DistributedTimeout", "RankFailed", "Run", "backend_for", "finish", "init_process_group", "other_processes",
-           "remove_scratch_folder", "report_progress", "save_result", "scratch_folder", "startup_s", "torchrun"]
+__all__ = ["DistributedError", "DistributedTimeout", "RankFailed", "Run", "backend_for", "finish", "init_process_group",
+           "other_processes", "remove_scratch_folder", "report_progress", "save_result", "scratch_folder", "startup_s",
+           "torchrun"]
 
 RESULT_VARIABLE = "GPULAB_RESULT"
 PROGRESS_VARIABLE = "GPULAB_PROGRESS"
