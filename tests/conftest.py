@@ -1,6 +1,7 @@
 import os
 import pathlib
 import tempfile
+import time
 
 import pytest
 import torch
@@ -50,8 +51,19 @@ _TEMP = pathlib.Path(tempfile.gettempdir())
 _TEMP_BEFORE = {p.name for p in _TEMP.glob("gpulab-*")}
 
 
+# A kernel that nbval or Jupyter kills runs no atexit; gpulab.distributed's janitor removes its
+# scratch folder a moment later, so the last notebook's folder gets a few seconds to go.
+CLEANUP_GRACE_S = 10
+
+
+def _left_behind() -> list[str]:
+    return sorted({p.name for p in _TEMP.glob("gpulab-*")} - _TEMP_BEFORE)
+
+
 def pytest_sessionfinish(session, exitstatus):
-    left = sorted({p.name for p in _TEMP.glob("gpulab-*")} - _TEMP_BEFORE)
+    deadline = time.monotonic() + CLEANUP_GRACE_S
+    while (left := _left_behind()) and time.monotonic() < deadline:
+        time.sleep(0.2)
     if left:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
