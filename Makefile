@@ -37,8 +37,10 @@ test: $(VENV)/.installed $(VENV_COLAB)/.installed
 	$(VENV)/bin/python -m pytest
 	$(MAKE) --no-print-directory test-colab
 
+# Every panel and quiz is made of gpulab.widgets and gpulab.quiz: their tests, and one whole lesson,
+# run again under Colab's ipywidgets 7.7.1.
 test-colab: $(VENV_COLAB)/.installed
-	$(VENV_COLAB)/bin/python -m pytest tests/test_widgets.py tests/test_quiz.py notebooks
+	$(VENV_COLAB)/bin/python -m pytest tests/test_widgets.py tests/test_quiz.py notebooks/01_devices.ipynb
 
 # The GPU runner. GPU_PYTHON is the Python to test with: .venv's by default; on a prepared offline
 # machine tools/gpu-runner/run.sh passes its own. PYTEST_ARGS narrows the suite when needed.

@@ -314,20 +314,15 @@ def test_a_missing_file_exits_2(tmp_path):
 # ------------------------------------------------------------------ the real lessons
 
 
-LESSON_NOTEBOOKS = [(folder, path.name) for folder in ("solutions", "exercises")
-                    for path in sorted((ROOT / folder).glob("*.ipynb"))]
-
-
-@pytest.mark.parametrize("folder, name", LESSON_NOTEBOOKS)
-def test_lesson_notebooks_score_as_expected(folder, name, tmp_path, monkeypatch):
-    # Solutions must score full marks and untouched exercises zero.
+@pytest.mark.parametrize("name", [path.name for path in sorted((ROOT / "exercises").glob("*.ipynb"))])
+def test_untouched_exercises_score_zero(name, tmp_path, monkeypatch):
+    # That every solution scores full marks is checked in tests/test_answers.py, on a busy machine.
     monkeypatch.delenv("GPULAB_SOLUTIONS", raising=False)
     output = tmp_path / "report.json"
-    done = run_grade(ROOT / folder / name, "--json", str(output), cwd=tmp_path, timeout="60")
+    done = run_grade(ROOT / "exercises" / name, "--json", str(output), cwd=tmp_path, timeout="60")
     assert done.returncode == 0, done.stderr
     report = json.loads(output.read_text())
-    wanted = report["max"] if folder == "solutions" else 0
-    assert report["total"] == wanted, done.stdout
+    assert report["total"] == 0 and report["max"] > 0, done.stdout
 
 
 # ------------------------------------------------------------------ helpers for check cells

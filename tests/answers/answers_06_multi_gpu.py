@@ -193,17 +193,6 @@ WRONG = {
         dist.all_reduce(p.grad)
         p.grad /= dist.get_world_size()
 '''), {"average-frozen"}, True),
-        ("reduces to rank 0 only", average('''
-    for p in model.parameters():
-        if p.grad is not None:
-            dist.reduce(p.grad, dst=0)
-            p.grad /= dist.get_world_size()
-'''), {"average-two", "average-three", "average-frozen"}, True),
-        ("averages the weights instead of the gradients", average('''
-    for p in model.parameters():
-        dist.all_reduce(p.data)
-        p.data /= dist.get_world_size()
-'''), {"average-two", "average-three", "average-frozen"}, True),
     ],
     "shares": [
         ("a shuffling DataLoader, no sampler", shares('''
@@ -216,15 +205,6 @@ WRONG = {
     return [[int(i) for indices, _ in loader for i in indices] for _ in range(epochs)]
 '''), {"shares-epochs"}, True),
         ("a sampler that does not shuffle", sampled("shuffle=False"), {"shares-epochs"}, True),
-        ("its own shares, every world-size-th of a shuffled order", shares('''
-    rank, world = dist.get_rank(), dist.get_world_size()
-    seen = []
-    for epoch in range(epochs):
-        order = torch.randperm(len(dataset), generator=torch.Generator().manual_seed(epoch)).tolist()
-        loader = DataLoader(torch.utils.data.Subset(dataset, order[rank::world]), batch_size=batch_size)
-        seen.append([int(i) for indices, _ in loader for i in indices])
-    return seen
-'''), {"shares-uneven"}, True),
         ("drop_last: equal shares, but a sample is never seen", sampled("drop_last=True"), {"shares-uneven"}, True),
     ],
     "busbw": [
@@ -233,17 +213,6 @@ import numpy as np
 
 def bus_bandwidth(nbytes, seconds, world_size):
     return nbytes / seconds / 1e9
-
-
-def fit_alpha_beta(sizes, seconds):
-    beta, alpha = np.polyfit(sizes, seconds, 1)
-    return float(alpha), float(beta)
-''', {"busbw-formula", "busbw-measured"}, True),
-        ("the factor upside down", '''
-import numpy as np
-
-def bus_bandwidth(nbytes, seconds, world_size):
-    return nbytes / seconds * world_size / (2 * (world_size - 1)) / 1e9
 
 
 def fit_alpha_beta(sizes, seconds):
@@ -265,10 +234,6 @@ def fit_alpha_beta(sizes, seconds):
     alpha, beta = np.polyfit(sizes, seconds, 1)
     return alpha, beta
 '''), {"busbw-fit"}, True),
-        ("a straight line through the log-log plot", fit('''
-    slope, intercept = np.polyfit(np.log(sizes), np.log(seconds), 1)
-    return float(np.exp(intercept)), float(slope)
-'''), {"busbw-fit"}, True),
     ],
     "checkpoint": [
         ("every rank saves", checkpoint('''
@@ -281,11 +246,6 @@ def fit_alpha_beta(sizes, seconds):
     if dist.get_rank() == 0:
         torch.save({"epoch": epoch, "model": model.module.state_dict(), "optimizer": optimizer.state_dict()}, path)
 '''), {"checkpoint-barrier"}, False),
-        ("the barrier before the save", checkpoint('''
-    dist.barrier()
-    if dist.get_rank() == 0:
-        torch.save({"epoch": epoch, "model": model.module.state_dict(), "optimizer": optimizer.state_dict()}, path)
-'''), {"checkpoint-barrier"}, True),
         ("saves DDP's own state_dict", checkpoint('''
     if dist.get_rank() == 0:
         torch.save({"epoch": epoch, "model": model.state_dict(), "optimizer": optimizer.state_dict()}, path)
