@@ -20,6 +20,7 @@ import dataclasses
 import datetime
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -183,6 +184,10 @@ def run_lesson(
     finally:
         os.chdir(here)
         distributed.remove_scratch_folder()  # the scripts a lesson wrote (lesson 06) go with it
+        if "torch._dynamo" in sys.modules:
+            # torch.compile keeps entries in the compiled functions' globals, the lesson's namespace:
+            # drop its caches while that namespace still exists, or their clean-up fails noisily later.
+            sys.modules["torch._dynamo"].reset()
         shell.reset(new_session=False)
         _release_memory()
     return recorded
