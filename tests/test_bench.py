@@ -218,6 +218,19 @@ def data_lines(ax):
     return [line for line in ax.get_lines() if (line.get_gid() or "").split("|")[0] in {"yours", "reference", "known"}]
 
 
+def measured_points(ax) -> dict[str, int]:
+    """How many points each series measured here draws on ``ax``: a curve's points, a bar chart's bars,
+    a timeline's bars."""
+    points = {line.get_gid(): len(line.get_xdata()) for line in data_lines(ax) if line.get_gid().startswith("yours|")}
+    for bar in ax.patches:
+        if (bar.get_gid() or "").startswith("yours|"):
+            points[bar.get_gid()] = points.get(bar.get_gid(), 0) + 1
+    for collection in ax.collections:
+        if (collection.get_gid() or "").startswith("yours|"):
+            points[collection.get_gid()] = points.get(collection.get_gid(), 0) + len(collection.get_paths())
+    return points
+
+
 def labelled(ax, axis):
     lo, hi = sorted(ax.get_ylim() if axis == "y" else ax.get_xlim())
     ticks = ax.get_yticklabels() if axis == "y" else ax.get_xticklabels()
@@ -229,11 +242,11 @@ def test_every_panel_on_this_machine_draws_readable_axes_with_data(lesson_runs):
     for name, item in lesson_runs.items():
         figure = drawn(item.panel)
         for ax in figure.axes:
-            measured = [line for line in data_lines(ax) if line.get_gid().startswith("yours|")]
+            measured = measured_points(ax)
             assert measured, f"{name}: an axes shows nothing measured here ({ax.get_title()!r})"
-            assert all(len(line.get_xdata()) >= 2 for line in measured), f"{name}: a curve with fewer than two points"
+            assert min(measured.values()) >= 2, f"{name}: a series with fewer than two points: {measured}"
             assert len(labelled(ax, "y")) >= 3, f"{name}: the y axis of {ax.get_title()!r} reads {labelled(ax, 'y')}"
-            assert len(labelled(ax, "x")) >= min(3, len(measured[0].get_xdata())), f"{name}: x axis {labelled(ax, 'x')}"
+            assert len(labelled(ax, "x")) >= min(3, min(measured.values())), f"{name}: x axis {labelled(ax, 'x')}"
         note = figure._supxlabel
         if note is not None:
             assert not any(note.get_window_extent().overlaps(ax.get_window_extent()) for ax in figure.axes), name
@@ -285,7 +298,13 @@ GPU_SHAPED = {
     "06_throughput": lambda r: _gpu_shaped(r, "samples_per_s", {"DDP": "DDP"}, device="cuda:0", backend="nccl"),
     "06_gradients": lambda r: _gpu_shaped(r, "max_abs_difference", {name: name for name in r["max_abs_difference"]},
                                           device="cuda:0", backend="nccl"),
+    "07_profile": lambda r: (dict(r, device="cuda:0"), {}),
+    "07_sawtooth": lambda r: _gpu_shaped(r, "gflops", {"float16": next(iter(r["gflops"]))}, device="cuda:0", dtype="float16"),
+    "07_cudnn": lambda r: _gpu_shaped(r, "ms", {name: name for name in r["ms"]}, device="cuda:0"),
+    "07_slow_loop": lambda r: _gpu_shaped(r, "ms_per_epoch", {"one epoch": "one epoch"}, device="cuda:0"),
 }
+# A profile is of the reader's own code on their own machine: no reference is drawn beside it.
+OWN_ONLY = {"07_profile"}
 
 
 def _checkpoint_shaped(result):
@@ -318,6 +337,8 @@ def test_a_reference_is_drawn_in_the_readers_units_and_only_gpu_curves_carry_its
         return {line.get_gid().split("|", 1)[1]: line for line in data_lines(ax) if line.get_gid().startswith("yours|")}
 
     for name, item in lesson_runs.items():
+        if name in OWN_ONLY:
+            continue
         figure = drawn(item.panel)
         lines = [line for ax in figure.axes for line in data_lines(ax)]
         yours = {key: line for ax in figure.axes for key, line in yours_of(ax).items()}
@@ -405,6 +426,26 @@ def real_gpu_results():
         "06_gradients": {"backend": "nccl", "device": "cuda:0", "parameters": ["0.weight", "0.bias", "2.weight"],
                          "global_batch": 64, "world": 2, "largest_gradient": 0.2,
                          "max_abs_difference": {"DDP, all-reduced": [1e-8, 0.0, 2e-8], "rank 0's share alone": [0.04, 0.02, 0.1]}},
+        "07_profile": {"device": "cuda:0", "batch": 256, "width": 2048, "steps": 2, "by": "self device time",
+                       "ops": ["aten::mm", "aten::addmm", "aten::threshold_backward"], "ms_per_step": [0.4, 0.3, 0.05],
+                       "calls_per_step": [5, 3, 2],
+                       "trace": [{"name": "ProfilerStep#1", "category": "user_annotation", "row": "CPU · main thread",
+                                  "start_us": 0.0, "duration_us": 900.0, "depth": 0},
+                                 {"name": "forward", "category": "user_annotation", "row": "CPU · main thread",
+                                  "start_us": 10.0, "duration_us": 300.0, "depth": 1},
+                                 {"name": "sm90_xmma_gemm", "category": "kernel", "row": "GPU 0 · stream 7",
+                                  "start_us": 200.0, "duration_us": 400.0, "depth": 0},
+                                 {"name": "elementwise_kernel", "category": "kernel", "row": "GPU 0 · stream 7",
+                                  "start_us": 650.0, "duration_us": 50.0, "depth": 0}]},
+        "07_sawtooth": {"device": "cuda:0", "dtype": "float16", "middle": 4096, "sizes": [4094, 4095, 4096, 4097],
+                        "gflops": {"float16": [5.5e5, 5.1e5, 6.2e5, 4.4e5]}},
+        "07_cudnn": {"device": "cuda:0", "image_sizes": [32, 48], "steps_per_size": 2, "steps": [1, 2, 3, 4],
+                     "ms": {"benchmark off": [1.2, 0.5, 1.1, 0.6], "benchmark on": [30.0, 0.4, 25.0, 0.5]}},
+        "07_slow_loop": {"device": "cuda:0", "samples": 1024, "versions": ["as written", "loop fixed (1, 3)", "+ buffer (2)",
+                                                                            "+ batch 256 (4)"],
+                         "stage": [0, 1, 2, 3], "ms_per_epoch": {"one epoch": [90.0, 30.0, 20.0, 1.2]},
+                         "profiled_samples": 1024, "counts": {"syncs": [128, 0, 0, 0], ".to calls": [384, 130, 2, 2],
+                                    "tensors made in forward": [128, 128, 0, 0], "optimizer steps": [128, 128, 128, 4]}},
     }
 
 
@@ -414,10 +455,11 @@ def test_a_readers_gpu_results_draw_every_pane_and_no_stand_ins(lesson_runs):
     for name, result in results.items():
         figure = drawn(lesson_runs[name].panel, result)
         assert len(figure.axes) == {"00_overhead": 2, "01_matmul": 2, "02_bandwidth": 3, "04_checkpoint": 2,
-                                     "05_underflow": 2, "06_allreduce": 2}.get(name, 1), name
+                                     "05_underflow": 2, "06_allreduce": 2, "07_profile": 2, "07_slow_loop": 2}.get(name, 1), name
         for ax in figure.axes:
             lines = data_lines(ax)
-            assert lines and not [line for line in lines if line.get_gid().startswith("known|")], (name, ax.get_title())
+            assert measured_points(ax) and not [line for line in lines if line.get_gid().startswith("known|")], (
+                name, ax.get_title())
             assert len(labelled(ax, "y")) >= 3, (name, ax.get_title(), labelled(ax, "y"))
         assert figure._supxlabel is None, f"{name}: nothing to note when the reader has a GPU"
 

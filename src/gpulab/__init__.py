@@ -16,8 +16,8 @@ __all__ = [
     "time_fn", "try_all_gpus", "try_gpu",
 ]
 
-_LAZY_MODULES = {"bench", "course", "devices", "distributed", "figures", "grading", "memory", "plots", "quiz", "reference",
-                 "simulated", "simulated_memory", "simulated_queue", "tables", "timing", "widgets"}
+_LAZY_MODULES = {"bench", "course", "devices", "distributed", "figures", "grading", "memory", "plots", "profiling", "quiz",
+                 "reference", "simulated", "simulated_memory", "simulated_queue", "tables", "timing", "widgets"}
 # Names re-exported at the top level, and the module each comes from. Nothing is imported
 # until first use, so tools that need only a part (the grader, `gpulab headers`) stay quick.
 _LAZY_NAMES = {name: "devices" for name in

@@ -8,11 +8,11 @@ theoretical link rates, a model, a spec sheet — each labelled as such, never a
 
 from __future__ import annotations
 
-from . import plots, reference
+from . import plots, profiling, reference
 
 __all__ = ["FOR_PANEL", "allreduce", "amdahl", "amp_step", "bandwidth", "batch_memory", "checkpointing", "cuda_snapshot",
-           "ddp_gradients", "ddp_throughput", "dtype_matmul", "matmul", "memory_timeline", "number_formats", "overhead",
-           "placement", "roofline", "sync", "throughput", "underflow"]
+           "cudnn_steps", "ddp_gradients", "ddp_throughput", "dtype_matmul", "matmul", "memory_timeline", "number_formats",
+           "overhead", "placement", "profile_step", "roofline", "sawtooth", "slow_loop", "sync", "throughput", "underflow"]
 
 
 def _no_accelerator(result: dict, by_device_key: str | None = None) -> bool:
@@ -677,9 +677,122 @@ def ddp_gradients(result: dict, figure) -> None:
     plots.legend(figure)
 
 
+# ---------------------------------------------------------------- lesson 07
+
+
+def profile_step(result: dict, figure) -> None:
+    """07_profile: the top operators of a profiled training step by self time, and the timeline of
+    the recorded steps drawn from the profiler's trace. The profile is the reader's own code on
+    their own machine; no reference is drawn beside it."""
+    ops_ax, time_ax = figure.subplots(1, 2, gridspec_kw={"width_ratios": [1, 2.2]})
+    names = [profiling.short_name(name)[:32] for name in result["ops"]]
+    bars = ops_ax.barh(range(len(names)), result["ms_per_step"], color=plots.color_for(result["device"]))
+    for bar in bars:
+        bar.set_gid("yours|top ops")
+    for index, calls in enumerate(result["calls_per_step"]):
+        ops_ax.annotate(f"×{calls}", xy=(result["ms_per_step"][index], index), xytext=(3, 0), textcoords="offset points",
+                        va="center", fontsize=7)
+    ops_ax.set_yticks(range(len(names)), names, fontsize=7)
+    ops_ax.set_ylim(len(names) - 0.5, -0.5)
+    ops_ax.set_xlim(0, max(result["ms_per_step"]) * 1.3)
+    ops_ax.set_xlabel(f"ms per step ({result['by']})")
+    ops_ax.set_title(f"top ops · batch {result['batch']}, width {result['width']}", fontsize=9)
+    ops_ax.grid(True, axis="x", alpha=0.3)
+    profiling.draw_timeline(time_ax, result["trace"], title=f"{result['steps']} steps on {result['device']}")
+    if _no_accelerator(result):
+        plots.note(figure, "profiled on this CPU: with a CUDA GPU the timeline adds a row for each GPU stream, "
+                   "where the kernels run")
+
+
+def sawtooth(result: dict, figure) -> None:
+    """07_sawtooth: matmul GFLOP/s for every n in a range around a multiple of 64, multiples of 64
+    marked; a reader without an accelerator sees the reference GPU's range beside their own."""
+    record = reference.load("07_sawtooth")
+    beside = record is not None and _no_accelerator(result)
+    axes = figure.subplots(1, 2) if beside else [figure.subplots()]
+    runs = [(axes[0], result, None)] + ([(axes[1], record["result"], record)] if beside else [])
+    for ax, run, shown in runs:
+        if shown is None:
+            plots.series(ax, run, x="sizes", y="gflops", reference=_same_experiment(record, result, ("middle", "dtype")),
+                         colors={name: plots.color_for(result["device"]) for name in run["gflops"]})
+            where = run["device"]
+        else:
+            gpu = shown["device"].get("name", "reference GPU")
+            for name, values in run["gflops"].items():
+                ax.plot(run["sizes"], values, "--", marker="o", markersize=2, color=plots.DEVICE_COLORS["reference"],
+                        label=f"{name} · {gpu} (reference)", gid=f"reference|{name}")
+            where = f"{gpu} (reference)"
+        for n in run["sizes"]:
+            if n % 64 == 0:
+                ax.axvline(n, color="#999999", linestyle=":", linewidth=1, gid="mark|64")
+        ax.set_title(f"n × n matmul, {run['dtype']}, {where} · dotted: multiples of 64", fontsize=9)
+        ax.set_xlabel("n")
+        ax.set_ylabel("GFLOP/s")
+        ax.set_ylim(0, max(max(v) for v in run["gflops"].values()) * 1.1)
+        ax.grid(True, which="major", alpha=0.3)
+    if _no_accelerator(result) and record is None:
+        plots.note(figure, "no accelerator here · " + reference.NOT_RECORDED)
+    plots.legend(figure)
+
+
+def cudnn_steps(result: dict, figure) -> None:
+    """07_cudnn: the time of every training step of a small conv net with cudnn.benchmark off and
+    on, a new input size every few steps."""
+    record = reference.load("07_cudnn")
+    usable = _same_experiment(record, result, ("image_sizes", "steps_per_size"))
+    ax = figure.subplots()
+    plots.series(ax, result, x="steps", y="ms", reference=usable,
+                 colors={"benchmark off": "#4c72b0", "benchmark on": "#dd8452"})
+    for index, size in enumerate(result["image_sizes"]):
+        first = index * result["steps_per_size"] + 1
+        ax.axvline(first - 0.5, color="#999999", linestyle=":", linewidth=1, gid=f"mark|{size}")
+        ax.annotate(f"{size}×{size}", xy=(first - 0.4, 1.0), xycoords=("data", "axes fraction"), xytext=(0, -10),
+                    textcoords="offset points", fontsize=7)
+    if _no_accelerator(result):
+        plots.note(figure, "cudnn.benchmark needs a CUDA GPU: on this CPU the flag changes nothing"
+                   + (" · " + reference.NOT_RECORDED if usable is None else ""))
+    ax.set_title(f"conv net training steps on {result['device']}, a new image size every "
+                 f"{result['steps_per_size']} steps", fontsize=9)
+    plots.log_axis(ax, "y")
+    ax.set_xlabel("step")
+    ax.set_ylabel("ms per step")
+    ax.grid(True, which="major", alpha=0.3)
+    plots.legend(figure)
+
+
+COUNT_COLORS = {"syncs": "#c44e52", ".to calls": "#8172b3", "tensors made in forward": "#937860",
+                "optimizer steps": "#55a868"}
+
+
+def slow_loop(result: dict, figure) -> None:
+    """07_slow_loop: the time of one epoch and the profiler's counts, for a slow loop fixed one
+    problem at a time."""
+    record = reference.load("07_slow_loop")
+    usable = _same_experiment(record, result, ("samples", "versions"))
+    time_ax, count_ax = figure.subplots(1, 2)
+    plots.series(time_ax, result, x="stage", y="ms_per_epoch", reference=usable,
+                 colors={"one epoch": plots.color_for(result["device"])},
+                 label=lambda name: f"{name}, {result['device']}")
+    plots.series(count_ax, result, x="stage", y="counts", colors=COUNT_COLORS)
+    for ax in (time_ax, count_ax):
+        ax.set_xticks(result["stage"], result["versions"], fontsize=7, rotation=12)
+        ax.grid(True, which="major", alpha=0.3)
+    plots.log_axis(time_ax, "y")
+    time_ax.set_ylabel("ms per epoch")
+    time_ax.set_title(f"one epoch of {result['samples']} samples", fontsize=9)
+    count_ax.set_yscale("symlog", linthresh=1)
+    count_ax.set_ylim(-0.3, max(max(v) for v in result["counts"].values()) * 3)
+    count_ax.set_ylabel("count per epoch")
+    count_ax.set_title(f"what the profiler counts in an epoch of {result['profiled_samples']} samples", fontsize=9)
+    if _no_accelerator(result) and usable is None:
+        plots.note(figure, "no accelerator here · " + reference.NOT_RECORDED)
+    plots.legend(figure)
+
+
 # Which figure draws which panel (and reads that panel's reference).
 FOR_PANEL = {"00_roofline": roofline, "00_overhead": overhead, "00_amdahl": amdahl, "01_matmul": matmul,
              "02_bandwidth": bandwidth, "02_sync": sync, "03_throughput": throughput, "03_placement": placement,
              "04_batch": batch_memory, "04_checkpoint": checkpointing, "04_timeline": memory_timeline,
              "05_matmul": dtype_matmul, "05_step": amp_step, "05_underflow": underflow,
-             "06_allreduce": allreduce, "06_throughput": ddp_throughput, "06_gradients": ddp_gradients}
+             "06_allreduce": allreduce, "06_throughput": ddp_throughput, "06_gradients": ddp_gradients,
+             "07_profile": profile_step, "07_sawtooth": sawtooth, "07_cudnn": cudnn_steps, "07_slow_loop": slow_loop}

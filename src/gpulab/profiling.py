@@ -1,0 +1,164 @@
+"""A profiler's trace drawn inside the notebook: no website, no upload.
+
+``torch.profiler``'s ``export_chrome_trace`` writes the Chrome trace format, which Perfetto and
+chrome://tracing open. :func:`read_trace` reads the timed events back from such a file (or from
+a profiler that has finished), and :func:`draw_timeline` lays them out as a timeline: one band
+per CPU thread and per GPU stream, nested calls one level below their caller, as those viewers
+do. The lessons call the profiler themselves; only the reading and drawing live here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from . import plots
+
+__all__ = ["TraceEvent", "draw_timeline", "read_trace", "short_name", "show_trace"]
+
+# The categories of timed events worth a row: what ran on the CPU (operators, record_function
+# labels, the profiler's step marks) and what ran on an accelerator (kernels, copies, memsets).
+CPU_CATEGORIES = {"cpu_op", "user_annotation", "python_function"}
+DEVICE_CATEGORIES = {"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation"}
+
+
+@dataclass(frozen=True)
+class TraceEvent:
+    """One timed event: its name, category, where it ran (``row``), start and length in µs, and its
+    nesting ``depth`` in that row (0: called by nothing else that was recorded)."""
+
+    name: str
+    category: str
+    row: str
+    start_us: float
+    duration_us: float
+    depth: int = 0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _row_names(metadata: list[dict]) -> dict[tuple, str]:
+    names = {}
+    for event in metadata:
+        if event.get("name") == "thread_name":
+            names[(event.get("pid"), event.get("tid"))] = str(event.get("args", {}).get("name", ""))
+    return names
+
+
+def _row(event: dict, thread_names: dict[tuple, str]) -> str:
+    if event["cat"] in DEVICE_CATEGORIES:
+        return f"GPU {event.get('pid')} · stream {event.get('tid')}"
+    name = thread_names.get((event.get("pid"), event.get("tid")), "")
+    return "CPU · main thread" if event.get("tid") == event.get("pid") or "python" in name else f"CPU · thread {event.get('tid')}"
+
+
+def read_trace(trace, max_depth: int = 3) -> list[TraceEvent]:
+    """The timed events of a Chrome trace, with each one's row and nesting depth.
+
+    ``trace`` is a path to a file ``export_chrome_trace`` wrote, or a ``torch.profiler.profile``
+    that has finished: its trace is exported to a temporary file and read back — and a profiler
+    writes its trace only once, so export it yourself first if you want the file. Events nested
+    deeper than ``max_depth`` are left out: a timeline cannot show them anyway. Times start at 0
+    with the first event kept.
+    """
+    if hasattr(trace, "export_chrome_trace"):
+        handle, path = tempfile.mkstemp(prefix="gpulab-trace-", suffix=".json")
+        os.close(handle)
+        try:
+            trace.export_chrome_trace(path)
+            return read_trace(path, max_depth)
+        finally:
+            os.unlink(path)
+    try:
+        data = json.loads(Path(trace).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"{trace} is not a readable Chrome trace: {error}") from None
+    raw = data.get("traceEvents", []) if isinstance(data, dict) else data
+    thread_names = _row_names([e for e in raw if isinstance(e, dict) and e.get("ph") == "M"])
+    timed = [e for e in raw if isinstance(e, dict) and e.get("ph") == "X" and "dur" in e
+             and e.get("cat") in CPU_CATEGORIES | DEVICE_CATEGORIES]
+    if not timed:
+        return []
+    origin = min(float(e["ts"]) for e in timed)
+    by_row: dict[str, list[dict]] = {}
+    for event in timed:
+        by_row.setdefault(_row(event, thread_names), []).append(event)
+    events = []
+    for row, row_events in by_row.items():
+        open_until: list[float] = []                 # end times of the calls that enclose the next event
+        for event in sorted(row_events, key=lambda e: (float(e["ts"]), -float(e["dur"]))):
+            start, duration = float(event["ts"]) - origin, float(event["dur"])
+            while open_until and open_until[-1] <= start:
+                open_until.pop()
+            depth = len(open_until)
+            open_until.append(start + duration)
+            if depth <= max_depth:
+                events.append(TraceEvent(str(event.get("name", "")), event["cat"], row, start, duration, depth))
+    return sorted(events, key=lambda e: (e.row, e.depth, e.start_us))
+
+
+# Labels a lesson gives its regions keep these colours in every timeline; ops get theirs by name.
+REGION_COLORS = {"forward": "#4c72b0", "backward": "#dd8452", "optimizer": "#55a868", "data": "#8172b3"}
+_PALETTE = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c", "#ccb974",
+            "#64b5cd"]
+
+
+def _color(name: str) -> str:
+    if name in REGION_COLORS:
+        return REGION_COLORS[name]
+    if name.startswith("ProfilerStep"):
+        return "#bbbbbb"
+    return _PALETTE[sum(map(ord, name)) % len(_PALETTE)]
+
+
+def short_name(name: str) -> str:
+    """An op's name without the prefixes every op shares ("aten::", autograd's "evaluate_function: ")."""
+    return name.removeprefix("aten::").removeprefix("autograd::engine::evaluate_function: ")
+
+
+def draw_timeline(ax, events, title: str = "", gid: str = "yours|timeline") -> None:
+    """Draw ``events`` (:class:`TraceEvent` or their dicts) on ``ax``: time in ms across, a row per
+    thread or stream and nesting level down, each bar named where it is wide enough."""
+    events = [e if isinstance(e, TraceEvent) else TraceEvent(**e) for e in events]
+    if not events:
+        raise ValueError("the trace holds no timed events: was anything run inside the profiler?")
+    rows = sorted({(e.row, e.depth) for e in events}, key=lambda r: (not r[0].startswith("CPU · main"), r[0], r[1]))
+    y_of = {row: index for index, row in enumerate(rows)}
+    end_ms = max(e.start_us + e.duration_us for e in events) / 1e3
+    for (row, depth), y in y_of.items():
+        bars = [e for e in events if (e.row, e.depth) == (row, depth)]
+        ax.broken_barh([(e.start_us / 1e3, max(e.duration_us / 1e3, end_ms * 1e-3)) for e in bars], (y - 0.4, 0.8),
+                       facecolors=[_color(e.name) for e in bars], edgecolor="white", linewidth=0.3, gid=gid)
+        for e in bars:
+            if e.duration_us / 1e3 > end_ms * 0.06:
+                ax.text((e.start_us + e.duration_us / 2) / 1e3, y, short_name(e.name)[:18], ha="center", va="center",
+                        fontsize=6, color="white", clip_on=True)
+    labels = []
+    for row, depth in rows:
+        here = [e for e in events if (e.row, e.depth) == (row, depth)]
+        if all(e.name.startswith("ProfilerStep") for e in here):
+            what = "steps"
+        elif all(e.category in {"user_annotation", "gpu_user_annotation"} for e in here):
+            what = "labels"
+        else:
+            what = f"ops, level {depth}"
+        labels.append(f"{row} · {what}")
+    ax.set_yticks(range(len(rows)), labels, fontsize=7)
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.set_xlim(0, end_ms * 1.01)
+    ax.set_xlabel("time (ms)")
+    if title:
+        ax.set_title(title, fontsize=9)
+    ax.grid(True, axis="x", alpha=0.3)
+
+
+def show_trace(trace, max_depth: int = 3, title: str = "", figsize: tuple[float, float] = (10, 3.2)) -> None:
+    """Read a trace (a file or a finished profiler) and show its timeline in the notebook."""
+    events = read_trace(trace, max_depth)
+    figure = plots.new_figure(figsize)
+    draw_timeline(figure.subplots(), events, title)
+    plots.show(figure)
