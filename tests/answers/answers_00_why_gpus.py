@@ -166,21 +166,6 @@ def time_on_device(fn, device, warmup=3, repeats=10):
         times.append((time.perf_counter_ns() - t0) / 1e9)
     return float(np.median(times))
 '''),
-        ("torch.cuda when it is there, torch's median", '''
-def time_on_device(fn, device, warmup=3, repeats=10):
-    sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
-    for i in range(warmup):
-        fn()
-    sync()
-    results = []
-    for i in range(repeats):
-        sync()
-        begin = time.perf_counter()
-        fn()
-        sync()
-        results.append(time.perf_counter() - begin)
-    return torch.tensor(results, dtype=torch.float64).median().item()
-'''),
     ],
 }
 
@@ -335,17 +320,6 @@ def time_on_device(fn, device, warmup=3, repeats=10):
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
 ''', {"timer-waits"}, True),
-        ("ignores warmup", '''
-def time_on_device(fn, device, warmup=3, repeats=10):
-    samples = []
-    for _ in range(repeats):
-        gpulab.synchronize(device)
-        start = time.perf_counter()
-        fn()
-        gpulab.synchronize(device)
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
-''', {"timer-warmup"}, False),
         ("times the warm-up calls too", '''
 def time_on_device(fn, device, warmup=3, repeats=10):
     samples = []
@@ -357,18 +331,6 @@ def time_on_device(fn, device, warmup=3, repeats=10):
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
 ''', {"timer-warmup"}, True),
-        ("waits after the call only", '''
-def time_on_device(fn, device, warmup=3, repeats=10):
-    for _ in range(warmup):
-        fn()
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        gpulab.synchronize(device)
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
-''', {"timer-warmup"}, False),
         ("the mean of the samples", '''
 def time_on_device(fn, device, warmup=3, repeats=10):
     for _ in range(warmup):
@@ -382,17 +344,6 @@ def time_on_device(fn, device, warmup=3, repeats=10):
         samples.append(time.perf_counter() - start)
     return sum(samples) / len(samples)
 ''', {"timer-median"}, True),
-        ("one stopwatch around the whole loop", '''
-def time_on_device(fn, device, warmup=3, repeats=10):
-    for _ in range(warmup):
-        fn()
-    gpulab.synchronize(device)
-    start = time.perf_counter()
-    for _ in range(repeats):
-        fn()
-    gpulab.synchronize(device)
-    return (time.perf_counter() - start) / repeats
-''', {"timer-median"}, False),
         ("torch.cuda.synchronize everywhere", '''
 def time_on_device(fn, device, warmup=3, repeats=10):
     for _ in range(warmup):
