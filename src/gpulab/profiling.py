@@ -126,23 +126,23 @@ def draw_timeline(ax, events, title: str = "", gid: str = "yours|timeline") -> N
     events = [e if isinstance(e, TraceEvent) else TraceEvent(**e) for e in events]
     if not events:
         raise ValueError("the trace holds no timed events: was anything run inside the profiler?")
-    rows = sorted({(e.row, e.depth) for e in events}, key=lambda r: (not r[0].startswith("CPU · main"), r[0], r[1]))
-    y_of = {row: index for index, row in enumerate(rows)}
+    by_row: dict[tuple[str, int], list[TraceEvent]] = {}
+    for e in events:
+        by_row.setdefault((e.row, e.depth), []).append(e)
+    rows = sorted(by_row, key=lambda r: (not r[0].startswith("CPU · main"), r[0], r[1]))
     end_ms = max(e.start_us + e.duration_us for e in events) / 1e3
-    for (row, depth), y in y_of.items():
-        bars = [e for e in events if (e.row, e.depth) == (row, depth)]
+    labels = []
+    for y, (row, depth) in enumerate(rows):
+        bars = by_row[(row, depth)]
         ax.broken_barh([(e.start_us / 1e3, max(e.duration_us / 1e3, end_ms * 1e-3)) for e in bars], (y - 0.4, 0.8),
                        facecolors=[_color(e.name) for e in bars], edgecolor="white", linewidth=0.3, gid=gid)
         for e in bars:
             if e.duration_us / 1e3 > end_ms * 0.06:
                 ax.text((e.start_us + e.duration_us / 2) / 1e3, y, short_name(e.name)[:18], ha="center", va="center",
                         fontsize=6, color="white", clip_on=True)
-    labels = []
-    for row, depth in rows:
-        here = [e for e in events if (e.row, e.depth) == (row, depth)]
-        if all(e.name.startswith("ProfilerStep") for e in here):
+        if all(e.name.startswith("ProfilerStep") for e in bars):
             what = "steps"
-        elif all(e.category in {"user_annotation", "gpu_user_annotation"} for e in here):
+        elif all(e.category in {"user_annotation", "gpu_user_annotation"} for e in bars):
             what = "labels"
         else:
             what = f"ops, level {depth}"
