@@ -45,6 +45,15 @@ def processes_naming(text: str) -> list[str]:
     return found
 
 
+def torchruns_left() -> list[int]:
+    """The torchruns forked by this Python's launcher that are still running."""
+    launcher = distributed._LAUNCHER
+    if launcher is None:
+        return []
+    return [pid for pid, stat in distributed.other_processes("stat")
+            if int(stat.rsplit(b")", 1)[1].split()[1]) == launcher.pid]
+
+
 HANG = """
     import time
     import torch, torch.distributed as dist
@@ -86,7 +95,7 @@ def test_a_run_gives_back_rank_0s_result_every_ranks_log_and_its_progress(tmp_pa
     printed = capsys.readouterr().out
     assert printed.startswith("$ torchrun --standalone --nproc_per_node=3 ") and "(gloo, 1 thread per process)" in printed
     assert all(f"[rank {rank}] rank {rank} of 3: sum 6" in printed for rank in range(3))
-    assert not processes_naming(str(script))
+    assert not processes_naming(str(script)) and not torchruns_left()
     assert not list(distributed.scratch_folder().glob("run-*")), "a run's logs and result files are removed after it"
 
 
@@ -107,7 +116,7 @@ def test_a_failing_rank_raises_with_its_traceback_and_stops_the_others(tmp_path)
     message = str(failure.value)
     assert message.startswith("rank 1 failed:\nTraceback") and "ValueError: rank 1 has bad data" in message
     assert "[rank1]" not in message, "torch's rank prefix is taken off the traceback's lines"
-    assert not processes_naming(str(script))
+    assert not processes_naming(str(script)) and not torchruns_left()
 
     run = distributed.torchrun(script, 2, echo=False, check=False)
     assert not run.ok and "ValueError: rank 1 has bad data" in run.failure()
@@ -136,7 +145,7 @@ def test_a_hang_ends_at_the_timeout_with_a_clear_message_and_nothing_left(tmp_pa
     message = str(timeout.value)
     assert "did not finish within 8 s" in message and "same collective calls" in message
     assert "rank 0, last lines:\nwaiting in all_reduce" in message and "rank 1, last lines:\nsleeping" in message
-    assert not processes_naming(str(script))
+    assert not processes_naming(str(script)) and not torchruns_left()
 
 
 def test_an_interrupted_run_stops_every_rank(tmp_path):
@@ -152,7 +161,75 @@ def test_an_interrupted_run_stops_every_rank(tmp_path):
     driver.send_signal(signal.SIGINT)          # what the notebook's interrupt button does to the kernel
     rest, _ = driver.communicate(timeout=60)
     assert "interrupted: the 2 ranks were stopped" in rest and "KeyboardInterrupt" in rest
-    assert not processes_naming(str(script))
+    assert not processes_naming(str(script)) and not torchruns_left()
+
+
+PARENTS = """
+    import os
+    import gpulab.distributed as gd
+
+    gd.init_process_group()
+    agent = os.getppid()                                    # the torchrun that started this rank
+    with open(f"/proc/{agent}/stat") as stat:
+        launcher = int(stat.read().rsplit(")", 1)[1].split()[1])
+    with open(f"/proc/{agent}/cmdline", "rb") as cmdline:
+        command = cmdline.read().replace(b"\\0", b" ").decode()
+    gd.save_result({"agent": agent, "launcher": launcher, "command": command})
+    gd.finish()
+"""
+
+
+def test_each_run_is_a_fresh_torchrun_forked_from_one_launcher_that_ends_with_its_python(tmp_path):
+    script = write(tmp_path, "parents.py", PARENTS)
+    first = distributed.torchrun(script, 2, echo=False).result
+    launcher = distributed._LAUNCHER
+    second = distributed.torchrun(script, 2, echo=False).result
+    assert distributed._LAUNCHER is launcher and first["launcher"] == second["launcher"] == launcher.pid
+    assert first["agent"] != second["agent"], "every run has a torchrun of its own"
+    assert not torchruns_left()
+
+    launcher.kill()                                         # a launcher that died is started again
+    launcher.wait()
+    third = distributed.torchrun(script, 2, echo=False).result
+    assert third["launcher"] == distributed._LAUNCHER.pid != launcher.pid
+
+    driver = subprocess.run([sys.executable, "-c", "import gpulab.distributed as d; "
+                             f"print(d.torchrun({str(script)!r}, 2, echo=False).result['launcher'])"],
+                            capture_output=True, text=True, check=True)
+    gone = int(driver.stdout)
+    deadline = time.monotonic() + 5
+    while Path(f"/proc/{gone}").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not Path(f"/proc/{gone}").exists(), "a launcher ends with the Python that started it"
+
+
+def test_where_python_cannot_fork_the_torchrun_command_runs_the_script(tmp_path, monkeypatch):
+    monkeypatch.setattr(distributed, "_launcher", lambda: None)
+    run = distributed.torchrun(write(tmp_path, "parents.py", PARENTS), 2, echo=False)
+    assert run.ok and "-m torch.distributed.run --standalone --nproc_per_node=2" in run.result["command"]
+    failing = write(tmp_path, "fails.py", "import gpulab.distributed as gd\ngd.init_process_group()\n1 / 0\n")
+    with pytest.raises(distributed.RankFailed, match="ZeroDivisionError"):
+        distributed.torchrun(failing, 2, echo=False)
+    assert not processes_naming(str(failing))
+
+
+def test_a_run_stopped_before_the_launcher_took_it_never_starts(tmp_path, monkeypatch):
+    monkeypatch.setattr(distributed, "_LAUNCHER", None)
+    monkeypatch.setattr(distributed, "_LAUNCHER_CODE", "import time; time.sleep(4)\n" + distributed._LAUNCHER_CODE)
+    ran = tmp_path / "ran"
+    script = write(tmp_path, "marks.py", f"open({str(ran)!r}, 'w').close()\n")
+    with pytest.raises(distributed.DistributedTimeout):
+        distributed.torchrun(script, 2, echo=False, timeout_s=1)        # the launcher is still asleep
+    assert distributed.torchrun(write(tmp_path, "parents.py", PARENTS), 2, echo=False).ok
+    assert not ran.exists(), "the withdrawn run was skipped; the next one ran"
+    distributed._end_launcher(distributed._LAUNCHER)
+
+
+def test_a_launcher_that_cannot_start_is_reported(tmp_path, monkeypatch):
+    monkeypatch.setattr(distributed, "_LAUNCHER", None)
+    monkeypatch.setattr(distributed, "_LAUNCHER_CODE", "raise SystemExit('no torch here')")
+    with pytest.raises(distributed.RankFailed, match="(?s)launcher ended \\(status 1\\).*no torch here"):
+        distributed.torchrun(write(tmp_path, "x.py", "pass\n"), 2, echo=False)
 
 
 def test_the_scratch_folder_goes_when_python_exits():

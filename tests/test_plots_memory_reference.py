@@ -25,6 +25,16 @@ def test_a_log_axis_shows_at_least_three_labelled_values_whatever_its_range(low,
     assert len(labels) >= 3 and len(set(labels)) == len(labels), labels
 
 
+@pytest.mark.parametrize("low, high, minor", [(1.0, 1e3, True), (1e-2, 1e2, True), (1e-12, 1.0, False)])
+def test_minor_ticks_only_where_a_log_axis_spans_few_decades(low, high, minor):
+    figure = plots.new_figure((4, 3))
+    ax = figure.subplots()
+    ax.plot([1, 2], [low, high])
+    plots.log_axis(ax, "y")
+    figure.canvas.draw()
+    assert (len(ax.yaxis.get_minorticklocs()) > 0) == minor
+
+
 def test_a_sizes_axis_labels_powers_of_two_without_crowding():
     figure = plots.new_figure((4, 3))
     ax = figure.subplots()

@@ -11,7 +11,10 @@ a file it can import. So a lesson writes its script to a file and starts it with
 - raises :class:`RankFailed` with the failing rank's traceback when a rank fails, and
   :class:`DistributedTimeout` when the ranks do not finish in time (a hang);
 - leaves nothing running: on success, failure, timeout or an interrupt, every process it
-  started is ended, its workers included (torchrun starts each in a session of its own).
+  started is ended, its workers included (torchrun starts each in a session of its own);
+- starts fast: a small Python that has loaded torchrun's code once forks a fresh torchrun for
+  every run (the ``torchrun`` command's own ``main``, with the same arguments), so a run does
+  not wait the seconds a new Python takes to import torch before it can start the workers.
 
 Inside the script, :func:`init_process_group` joins the group with the backend the hardware
 allows (NCCL where every process has a CUDA GPU of its own, gloo on CPU processes otherwise) and
@@ -111,12 +114,12 @@ def finish() -> None:
 
 
 def startup_s(nproc: int) -> float:
-    """About how long torchrun takes to start ``nproc`` processes that import torch, and to end them.
+    """About how long a run takes to start ``nproc`` processes that import torch, and to end them.
 
-    A rough model for a panel's time estimate (measured on a 2-core machine: about 3 s for 2
+    A rough model for a panel's time estimate (measured on a 2-core machine: about 2.3 s for 2
     processes, 4.5 s for 4); the processes import torch side by side, so each one adds about a second.
     """
-    return 1.0 + 0.9 * nproc
+    return 0.6 + 0.9 * nproc
 
 
 def save_result(value: Any) -> None:
@@ -255,12 +258,167 @@ def _marked_processes(mark: str) -> list[int]:
     return [pid for pid, environ in other_processes("environ") if needle in environ.split(b"\0")]
 
 
-def _stop(process: subprocess.Popen, mark: str, grace_s: float = 3.0) -> None:
+# The launcher: a Python that imports torchrun's code once, then forks a torchrun for each run it is
+# sent (the path of a JSON request on its stdin). The fork is the torchrun command, arguments and
+# all, minus the two seconds a new Python spends importing torch. The launcher takes a request by
+# renaming its file, so a run stopped before that is withdrawn by deleting the file. Each torchrun
+# gets a session of its own; the launcher writes its pid to the request's pid file, and the torchrun
+# writes its exit status to the status file as it ends. The launcher ends when the Python that
+# started it closes its stdin (it exits, or is killed).
+_LAUNCHER_CODE = r"""
+import json, os, signal, sys, traceback
+signal.signal(signal.SIGINT, signal.SIG_IGN)            # interrupts are the notebook's to handle
+import torch.distributed.run as torchrun
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)           # every torchrun forked here is reaped as it ends
+
+def write(path, text):
+    with open(path + ".partial", "w") as file:
+        file.write(text)
+    os.replace(path + ".partial", path)
+
+for line in sys.stdin:
+    path = line.strip()
+    try:
+        os.rename(path, path + ".taken")                # unless the run was withdrawn meanwhile
+        with open(path + ".taken") as file:
+            request = json.load(file)
+    except (OSError, ValueError):
+        continue
+    pid = os.fork()
+    if pid:
+        write(request["pid_file"], str(pid))
+        continue
+    code = 1
+    try:
+        os.setsid()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        os.environ.clear()
+        os.environ.update(request["env"])
+        os.chdir(request["cwd"])
+        try:
+            torchrun.main(request["argv"])
+            code = 0
+        except SystemExit as exit:
+            code = exit.code if isinstance(exit.code, int) else int(exit.code is not None)
+        except BaseException:
+            traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        try:
+            write(request["status_file"], str(code))
+        finally:
+            os._exit(code)
+"""
+
+_LAUNCHER: subprocess.Popen | None = None
+
+
+def _launcher() -> subprocess.Popen | None:
+    """This Python's launcher, started on first use; None off Linux, where the torchrun command runs instead.
+
+    (Windows cannot fork; on macOS a forked process may crash where the parent had started the
+    system's frameworks.)
+    """
+    global _LAUNCHER
+    if not sys.platform.startswith("linux"):
+        return None
+    if _LAUNCHER is None or _LAUNCHER.poll() is not None:
+        log = open(scratch_folder() / "launcher.log", "ab")
+        _LAUNCHER = subprocess.Popen([sys.executable, "-c", _LAUNCHER_CODE], stdin=subprocess.PIPE,
+                                     stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+        log.close()
+        atexit.register(_end_launcher, _LAUNCHER)
+    return _LAUNCHER
+
+
+def _end_launcher(launcher: subprocess.Popen) -> None:
+    launcher.stdin.close()                              # its loop ends: it exits
+    try:
+        launcher.wait(timeout=2)
+    except subprocess.TimeoutExpired:
+        launcher.kill()
+        launcher.wait()
+
+
+class _Forked:
+    """A torchrun forked by the launcher, watched like a :class:`subprocess.Popen`."""
+
+    def __init__(self, launcher: subprocess.Popen, folder: Path, argv: list[str], env: dict, log: Path):
+        self.launcher, self.returncode = launcher, None
+        self.pid_file, self.status_file = folder / "torchrun.pid", folder / "torchrun.status"
+        self.request = folder / "request.json"
+        self.request.write_text(json.dumps({"argv": argv, "env": env, "cwd": os.getcwd(), "log": str(log),
+                                            "pid_file": str(self.pid_file), "status_file": str(self.status_file)}))
+        try:
+            os.write(launcher.stdin.fileno(), f"{self.request}\n".encode())   # one short write: all or nothing
+        except BrokenPipeError:
+            pass                                        # the launcher has ended: poll() says so
+
+    def withdraw(self) -> bool:
+        """Take back a request the launcher has not taken yet; False once it has (its pid comes in a moment)."""
+        try:
+            self.request.unlink()
+        except FileNotFoundError:
+            return False
+        self.returncode = -signal.SIGTERM
+        return True
+
+    @property
+    def pid(self) -> int | None:
+        try:
+            return int(self.pid_file.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def poll(self) -> int | None:
+        if self.returncode is not None:
+            return self.returncode
+        pid = self.pid
+        if pid is None:
+            if self.launcher.poll() is not None:       # the launcher ended before it forked this run
+                self.returncode = -1
+                with open(self.status_file.with_name("torchrun.log"), "a") as log:
+                    log.write(f"gpulab's torchrun launcher ended (status {self.launcher.returncode}) before it "
+                              f"started torchrun:\n{_tail(_read(scratch_folder() / 'launcher.log'), 20)}\n")
+            return self.returncode
+        try:
+            os.kill(pid, 0)
+            return None
+        except ProcessLookupError:
+            pass
+        try:
+            self.returncode = int(self.status_file.read_text())
+        except (OSError, ValueError):
+            self.returncode = -signal.SIGKILL          # it ended without a word: killed
+        return self.returncode
+
+    def wait(self) -> int:
+        while self.poll() is None:
+            time.sleep(0.02)
+        return self.returncode
+
+
+def _stop(process: subprocess.Popen | _Forked, mark: str, grace_s: float = 3.0) -> None:
     """End the torchrun process and every process it started, gently first (workers may be mid-write)."""
+    if process is None:                                # it failed to start
+        return
+    if isinstance(process, _Forked) and process.pid is None and process.poll() is None:
+        if process.withdraw():                         # never started
+            return
+        while process.pid is None and process.launcher.poll() is None:
+            time.sleep(0.01)                           # taken: forked in a moment
+
     def signal_all(sig):
         targets = set(_marked_processes(mark))
         try:
-            os.killpg(process.pid, sig)
+            if process.pid is not None:
+                os.killpg(process.pid, sig)
         except OSError:
             pass
         for pid in targets:
@@ -354,10 +512,14 @@ def torchrun(script: str | os.PathLike, nproc: int = 2, *, args: tuple | list = 
     tail = _LogTail(folder / "logs", echo)
     launcher_log = open(folder / "torchrun.log", "w+")
     start = time.monotonic()
-    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=launcher_log, stderr=subprocess.STDOUT,
-                               env=run_env, start_new_session=True)
-    seen_progress, interrupted = 0, False
+    seen_progress, interrupted, process = 0, False, None
     try:
+        launcher = _launcher()
+        if launcher is not None:
+            process = _Forked(launcher, folder, command[3:], run_env, folder / "torchrun.log")
+        else:
+            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=launcher_log,
+                                       stderr=subprocess.STDOUT, env=run_env, start_new_session=True)
         while process.poll() is None:
             if time.monotonic() - start > timeout_s:
                 tail.poll(final=True)
@@ -391,6 +553,13 @@ def torchrun(script: str | os.PathLike, nproc: int = 2, *, args: tuple | list = 
     if check and not run.ok:
         raise RankFailed(run.failure())
     return run
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
 
 
 def _tail(text: str, lines: int) -> str:

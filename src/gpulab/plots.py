@@ -120,6 +120,22 @@ def _readable_locator(base: int, max_ticks: int):
     return ReadableLogLocator()
 
 
+MINOR_TICK_DECADES = 6      # wider log axes get no minor ticks: too dense to read, and slow to draw
+
+
+def _minor_locator(base: int):
+    from matplotlib.ticker import LogLocator
+
+    class MinorLogLocator(LogLocator):
+        def tick_values(self, vmin, vmax):
+            low, high = sorted((vmin, vmax))
+            if low > 0 and math.log10(high / low) > MINOR_TICK_DECADES:
+                return []
+            return super().tick_values(vmin, vmax)
+
+    return MinorLogLocator(base=base, subs="auto")
+
+
 def log_axis(ax, axis: str = "x", base: int = 10, max_ticks: int = 8) -> None:
     """A log scale whose labelled ticks are plain numbers (64, 0.5, 20,000), at least three in view.
 
@@ -127,14 +143,14 @@ def log_axis(ax, axis: str = "x", base: int = 10, max_ticks: int = 8) -> None:
     on 1-2-5 or every integer mantissa, and over less than about a factor of three on round
     linear steps, so every axis can be read however little its values vary.
     """
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    from matplotlib.ticker import FuncFormatter, NullFormatter
 
     setter = ax.set_xscale if axis == "x" else ax.set_yscale
     setter("log", base=base)
     target = ax.xaxis if axis == "x" else ax.yaxis
     target.set_major_locator(_readable_locator(base, max_ticks))
     target.set_major_formatter(FuncFormatter(_plain_number))
-    target.set_minor_locator(LogLocator(base=base, subs="auto"))
+    target.set_minor_locator(_minor_locator(base))
     target.set_minor_formatter(NullFormatter())
 
 
