@@ -5,17 +5,20 @@ seconds); the last ones grade the real lesson 01.
 """
 
 import copy
+import csv
 import hashlib
+import io
 import json
 import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
 
-from gpulab import course, grading
+from gpulab import course, distributed, grading, sandbox
 
 from conftest import ROOT, code_cell, notebook
 
@@ -28,10 +31,12 @@ def role_cell(source, role=None):
 
 def tiny_lesson():
     """Four exercises with one to two checks each; the answer region is marked as in the course."""
-    def exercise(name, answer, checks):
+    def exercise(name, answer, checks, canaries=()):
         cells = [role_cell(answer, {"answer": name})]
         for number, (points, source) in enumerate(checks):
             cells.append(role_cell(source, {"check": f"{name}-{number}", "exercise": name, "points": points}))
+        for number, source in enumerate(canaries):      # the instructor's: they must fail
+            cells.append(role_cell(source, {"canary": f"{name}-must-fail-{number}", "exercise": name}))
         return cells
 
     cells = [
@@ -39,11 +44,12 @@ def tiny_lesson():
         role_cell("import math"),
         *exercise("add", "def add(a, b):\n    ### BEGIN SOLUTION\n    return a + b\n    ### END SOLUTION",
                   [(1, "assert add(1, 2) == 3, f'expected 3, got {add(1, 2)}'"),
-                   (2, "assert add('a', 'b') == 'ab'\n### BEGIN HIDDEN TESTS\nassert add(2.5, 0.5) == 3.0\n### END HIDDEN TESTS")]),
+                   (2, "assert add('a', 'b') == 'ab'\n### BEGIN HIDDEN TESTS\nassert add(2.5, 0.5) == 3.0\n### END HIDDEN TESTS")],
+                  ["assert add(1, 2) == 4"]),
         *exercise("square", "def square(x):\n    ### BEGIN SOLUTION\n    return x * x\n    ### END SOLUTION",
                   [(2, "assert square(3) == 9, f'expected 9, got {square(3)}'")]),
         *exercise("root", "def root(x):\n    ### BEGIN SOLUTION\n    return math.sqrt(x)\n    ### END SOLUTION",
-                  [(1, "assert root(9) == 3")]),
+                  [(1, "assert math.isclose(root(9), 3)")]),
         *exercise("const", "### BEGIN SOLUTION\nANSWER = 42\n### END SOLUTION",
                   [(1, "assert ANSWER == 42, f'expected 42, got {ANSWER}'")]),
     ]
@@ -54,13 +60,11 @@ def tiny_lesson():
 def tiny(tmp_path_factory):
     folder = tmp_path_factory.mktemp("solutions")
     course.write_notebook(tiny_lesson(), folder / "01_devices.ipynb")
-    saved = os.environ.get("GPULAB_SOLUTIONS")
-    os.environ["GPULAB_SOLUTIONS"] = str(folder)
-    yield folder
-    if saved is None:
-        del os.environ["GPULAB_SOLUTIONS"]
-    else:
-        os.environ["GPULAB_SOLUTIONS"] = saved
+    return folder
+
+
+def grade(path, tiny, **kwargs):
+    return grading.grade(path, timeout=float(TIMEOUT), solutions=tiny, **kwargs)
 
 
 def submit(folder, answers=None, transform=None, name="submission.ipynb"):
@@ -79,6 +83,7 @@ def submit(folder, answers=None, transform=None, name="submission.ipynb"):
 
 def _exercise_of_tiny():
     notebook = copy.deepcopy(tiny_lesson())
+    notebook["cells"] = [c for c in notebook["cells"] if "canary" not in c["metadata"].get("gpulab", {})]
     for cell in notebook["cells"]:
         if grading.answer_id(cell):
             cell["source"] = grading.strip_solutions(cell["source"])
@@ -87,8 +92,9 @@ def _exercise_of_tiny():
     return notebook
 
 
-def run_grade(path, *extra, cwd=None, timeout=TIMEOUT):
-    done = subprocess.run([sys.executable, "-m", "gpulab", "grade", str(path), "--timeout", timeout, *extra],
+def run_grade(path, *extra, cwd=None, timeout=TIMEOUT, solutions=None):
+    where = ["--solutions", str(solutions)] if solutions else []
+    done = subprocess.run([sys.executable, "-m", "gpulab", "grade", str(path), "--timeout", timeout, *where, *extra],
                           capture_output=True, text=True, cwd=cwd, timeout=600, env=dict(os.environ))
     return done
 
@@ -145,7 +151,7 @@ def test_every_lesson_exercise_has_an_answer_and_checks_with_points():
 def test_a_correct_submission_scores_full_marks_from_another_directory(tiny, tmp_path):
     path = submit(tmp_path, CORRECT)
     output = tmp_path / "scores.json"
-    done = run_grade(path, "--json", str(output), cwd=tmp_path)
+    done = run_grade(path, "--json", str(output), cwd=tmp_path, solutions=tiny)
     assert done.returncode == 0, done.stderr
     report = json.loads(output.read_text())
     assert report["total"] == report["max"] == 7
@@ -153,7 +159,7 @@ def test_a_correct_submission_scores_full_marks_from_another_directory(tiny, tmp
 
 
 def test_the_unsolved_exercise_scores_zero(tiny, tmp_path):
-    report = grading.grade(submit(tmp_path), timeout=float(TIMEOUT))
+    report = grade(submit(tmp_path), tiny)
     assert report.total == 0 and report.max_total == 7
     assert all(c.outcome == "error" and "NotImplementedError" in c.message for c in report.checks)
     # The top-level stub fails in the answer cell itself, and the message says so.
@@ -173,10 +179,12 @@ def hostile(tiny, tmp_path_factory):
     path = submit(folder, answers)
     before = (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns)
     temp_before = {p.name for p in Path(tempfile.gettempdir()).glob("gpulab-grade-*")}
-    report = grading.grade(path, timeout=float(TIMEOUT))
+    start = time.monotonic()
+    report = grade(path, tiny)
+    elapsed = time.monotonic() - start
     after = (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns)
     temp_after = {p.name for p in Path(tempfile.gettempdir()).glob("gpulab-grade-*")}
-    return {"report": report, "unchanged": before == after, "new_temp": temp_after - temp_before}
+    return {"report": report, "unchanged": before == after, "new_temp": temp_after - temp_before, "elapsed": elapsed}
 
 
 def by_check(report):
@@ -226,14 +234,14 @@ def test_grading_leaves_no_temporary_files_or_kernels(hostile):
 
 def test_an_exception_is_reported_with_its_message(tiny, tmp_path):
     answers = dict(CORRECT, square="def square(x):\n    raise ValueError('no squares today')")
-    report = grading.grade(submit(tmp_path, answers), timeout=float(TIMEOUT))
+    report = grade(submit(tmp_path, answers), tiny)
     check = by_check(report)["square-0"]
     assert check.points == 0 and check.outcome == "error" and "no squares today" in check.message
     assert report.total == 5
 
 
 def test_a_wrong_answer_fails_with_the_checks_message(tiny, tmp_path):
-    report = grading.grade(submit(tmp_path, dict(CORRECT, const="ANSWER = 41")), timeout=float(TIMEOUT))
+    report = grade(submit(tmp_path, dict(CORRECT, const="ANSWER = 41")), tiny)
     check = by_check(report)["const-0"]
     assert check.outcome == "failed" and "expected 42, got 41" in check.message
 
@@ -241,7 +249,7 @@ def test_a_wrong_answer_fails_with_the_checks_message(tiny, tmp_path):
 def test_hidden_tests_count(tiny, tmp_path):
     # Passes the visible checks (ints and strings) but not the hidden one (floats).
     answers = dict(CORRECT, add="def add(a, b):\n    return a + b if not isinstance(a, float) else 0")
-    report = grading.grade(submit(tmp_path, answers), timeout=float(TIMEOUT))
+    report = grade(submit(tmp_path, answers), tiny)
     assert by_check(report)["add-0"].points == 1 and by_check(report)["add-1"].points == 0
 
 
@@ -260,7 +268,7 @@ def test_answers_are_matched_by_id_not_position(tiny, tmp_path):
                 cell["source"] = "assert True"                     # checks edited
 
     answers = dict(CORRECT, const="ANSWER = 41")
-    report = grading.grade(submit(tmp_path, answers, shuffle_and_damage), timeout=float(TIMEOUT))
+    report = grade(submit(tmp_path, answers, shuffle_and_damage), tiny)
     points = {e: p for e, (p, _) in report.by_exercise().items()}
     assert points == {"add": 3, "square": 0, "root": 0, "const": 0}
     assert any("'root'" in note for note in report.notes) and any("'square'" in note for note in report.notes)
@@ -285,11 +293,11 @@ def test_unreadable_submissions_exit_2_with_one_line(tmp_path, content, reason):
 def test_one_exercise_can_be_graded_alone(tiny, tmp_path):
     path = submit(tmp_path, CORRECT)
     output = tmp_path / "one.json"
-    done = run_grade(path, "--exercise", "square", "--json", str(output))
+    done = run_grade(path, "--exercise", "square", "--json", str(output), solutions=tiny)
     assert done.returncode == 0, done.stderr
     report = json.loads(output.read_text())
     assert [e["id"] for e in report["exercises"]] == ["square"] and report["total"] == report["max"] == 2
-    refused = run_grade(path, "--exercise", "cube")
+    refused = run_grade(path, "--exercise", "cube", solutions=tiny)
     assert refused.returncode == 2 and "no exercise cube" in refused.stderr
 
 
@@ -299,11 +307,230 @@ def test_exercises_graded_side_by_side_share_the_cores(tiny, tmp_path, monkeypat
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 4)
     answer = "import os\nANSWER = 42 if os.environ.get('OMP_NUM_THREADS') == '2' else os.environ.get('OMP_NUM_THREADS')"
-    report = grading.grade(submit(tmp_path, {**CORRECT, "const": answer}), timeout=float(TIMEOUT), workers=2)
+    report = grade(submit(tmp_path, {**CORRECT, "const": answer}), tiny, workers=2)
     assert by_check(report)["const-0"].outcome == "passed", by_check(report)["const-0"].message
-    alone = grading.grade(submit(tmp_path, {**CORRECT, "const": answer.replace("'2'", "'4'")}),
-                          timeout=float(TIMEOUT), workers=2, only=["const"])
+    alone = grade(submit(tmp_path, {**CORRECT, "const": answer.replace("'2'", "'4'")}), tiny, workers=2, only=["const"])
     assert by_check(alone)["const-0"].outcome == "passed", by_check(alone)["const-0"].message
+
+
+def test_an_instructors_canary_catches_an_answer_that_equals_anything(tiny, tmp_path):
+    exercise = grading.make_exercise(tiny_lesson(), "exercises/01_devices.ipynb")
+    assert not [c for c in exercise["cells"] if "canary" in c["metadata"].get("gpulab", {})], "students never see them"
+    answers = dict(CORRECT, add="class Anything:\n    def __eq__(self, other):\n        return True\n"
+                                "def add(a, b):\n    return Anything()")
+    report = grade(submit(tmp_path, answers), tiny)
+    assert {e: p for e, (p, _) in report.by_exercise().items()} == {"add": 0, "square": 2, "root": 1, "const": 1}
+    assert any(note.startswith("exercise 'add' scores 0: a check that must fail passed") for note in report.notes)
+
+
+def test_the_grader_finishes_within_its_budget(hostile):
+    # Per exercise: its cells' timeouts, plus a fixed margin (kernel start, a stuck cell's interrupt).
+    cells = len([c for c in tiny_lesson()["cells"] if c["cell_type"] == "code"])
+    assert hostile["elapsed"] < float(TIMEOUT) * cells + 60
+
+
+# ------------------------------------------------------------------ hostile answers, one kind each
+
+SANDBOXED = not sandbox.unavailable()
+needs_sandbox = pytest.mark.skipif(not SANDBOXED, reason=f"{sandbox.unavailable()}")
+
+LIMIT = sandbox.Limits().memory_bytes
+MARKER = "gpulab-test-outlives-" + os.urandom(4).hex()
+
+# student → {exercise: answer}: each submission attacks all four exercises, one way each
+ATTACKS = {
+    "hooks": {
+        # An exception handler that swallows every error: IPython then shows no traceback.
+        "add": "get_ipython().set_custom_exc((BaseException,), lambda *a, **k: None)\ndef add(a, b):\n    return 0",
+        # Every later cell becomes `pass`: every check 'passes'.
+        "square": "get_ipython().input_transformers_post.append(lambda lines: ['pass\\n'])\ndef square(x):\n    return 0",
+        # Every assert removed from the cells that follow.
+        "root": ("import ast\nclass NoAssert(ast.NodeTransformer):\n    def visit_Assert(self, node):\n"
+                 "        return ast.Pass()\nget_ipython().ast_transformers.append(NoAssert())\n"
+                 "def root(x):\n    return 0"),
+        # No traceback shown, ever.
+        "const": "get_ipython()._showtraceback = lambda *a, **k: None\nANSWER = 41",
+    },
+    "unrendered": {
+        "add": "def add(a, b):\n    raise ExceptionGroup('nothing here', [ValueError('no')])",
+        "square": ("class Quiet(Exception):\n    def _render_traceback_(self):\n        raise RuntimeError('cannot')\n"
+                   "def square(x):\n    raise Quiet()"),
+        # What a check calls, patched to agree with anything.
+        "root": "import math\nmath.isclose = lambda *a, **k: True\ndef root(x):\n    return -1",
+        "const": "import builtins\nbuiltins.isinstance = lambda *a: True\nANSWER = 41",
+    },
+    "greedy": {
+        "add": "def add(a, b):\n    return a + b",
+        "square": ("import os\nfor _ in range(400):\n    if os.fork() == 0:\n        import time\n"
+                   "        time.sleep(600)\n        os._exit(0)\ndef square(x):\n    return x * x"),
+        "root": ("import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)  # "
+                 + MARKER + "'], start_new_session=True)\ndef root(x):\n    return x ** 0.5"),
+        "const": f"ANSWER = len(bytearray({LIMIT} + 2**30))",
+    },
+}
+
+
+def _reach(hidden, read_only):
+    """An answer that tries to change every target and to see the hidden ones; right only if it could not."""
+    return ("import os\nreached = []\n"
+            f"for target in {[str(t) for t in hidden + read_only]!r}:\n"
+            "    try:\n        with open(target, 'a') as handle:\n            handle.write('# changed')\n"
+            "        reached.append(target)\n    except OSError:\n"
+            f"        if target in {[str(t) for t in hidden]!r} and os.path.exists(target):\n"
+            "            reached.append(target)\nANSWER = 42 if not reached else reached")
+
+
+@pytest.fixture(scope="module")
+def attacked(tiny, tmp_path_factory):
+    """A class of hostile submissions graded at once, as a folder, two kernels at a time."""
+    import gpulab
+
+    folder = tmp_path_factory.mktemp("class")
+    for student, answers in ATTACKS.items():
+        (folder / student).mkdir()
+        submit(folder / student, answers, name="01_devices.ipynb")
+    (folder / "reacher").mkdir()
+    hidden = [tiny / "01_devices.ipynb", ROOT / "solutions", folder / "reacher" / "01_devices.ipynb",
+              ROOT / "pyproject.toml", ROOT / "tests" / "answers"]
+    read_only = [Path(gpulab.__file__).with_name("grading.py"), Path(gpulab.__file__)]
+    guarded = hidden + read_only
+    submit(folder / "reacher", dict(CORRECT, const=_reach(hidden, read_only)), name="01_devices.ipynb")
+    (folder / "broken.ipynb").write_text('{"cells": [')
+    watched = [*folder.rglob("*.ipynb"), *(path for path in guarded if path.is_file())]
+    hashes = {path: hashlib.sha256(path.read_bytes()).hexdigest() for path in watched}
+    out = tmp_path_factory.mktemp("gradebook")
+    start = time.monotonic()
+    done = run_grade(folder, "--csv", str(out / "grades.csv"), "--jobs", "2", solutions=tiny)
+    elapsed = time.monotonic() - start
+    reports = {p.stem.split("__")[0]: json.loads(p.read_text()) for p in (out / "grades").glob("*.json")}
+    changed = [path for path, digest in hashes.items() if hashlib.sha256(path.read_bytes()).hexdigest() != digest]
+    return {"done": done, "reports": reports, "csv": (out / "grades.csv").read_text() if done.returncode == 0 else "",
+            "changed": changed, "elapsed": elapsed}
+
+
+def points(report):
+    return {e["id"]: e["points"] for e in report["exercises"]}
+
+
+@needs_sandbox
+def test_ipython_hooks_and_unrendered_exceptions_score_nothing(attacked):
+    assert attacked["done"].returncode == 0, attacked["done"].stderr
+    assert points(attacked["reports"]["hooks"]) == {"add": 0, "square": 0, "root": 0, "const": 0}
+    assert points(attacked["reports"]["unrendered"]) == {"add": 0, "square": 0, "root": 0, "const": 0}
+
+
+@needs_sandbox
+def test_tampering_that_makes_checks_pass_is_caught_by_canaries_and_said(attacked):
+    hooks, unrendered = attacked["reports"]["hooks"], attacked["reports"]["unrendered"]
+    for report, exercise in ((hooks, "square"), (hooks, "root"), (unrendered, "root")):
+        assert any(note.startswith(f"exercise '{exercise}' scores 0: a check that must fail") for note in report["notes"]), \
+            report["notes"]
+    checks = {c["check"]: c for e in hooks["exercises"] for c in e["checks"]}
+    assert checks["square-0"]["outcome"] == "tampered"
+
+
+@needs_sandbox
+def test_limits_hold_and_nothing_a_submission_starts_outlives_it(attacked):
+    report = attacked["reports"]["greedy"]
+    assert points(report) == {"add": 3, "square": 0, "root": 1, "const": 0}, report
+    checks = {c["check"]: c for e in report["exercises"] for c in e["checks"]}
+    assert "MemoryError" in checks["const-0"]["message"]
+    assert "BlockingIOError" in checks["square-0"]["message"], checks["square-0"]
+    assert not [cmd for _, cmd in distributed.other_processes("cmdline") if MARKER.encode() in cmd]
+
+
+@needs_sandbox
+def test_a_submission_cannot_reach_the_grader_its_report_or_the_solutions(attacked):
+    assert points(attacked["reports"]["reacher"])["const"] == 1, attacked["reports"]["reacher"]
+    assert attacked["changed"] == []
+    assert not (Path(grading.__file__).parent / "solutions").exists(), "the solutions do not ship in the package"
+
+
+@needs_sandbox
+def test_a_class_becomes_one_gradebook_and_a_report_per_student(attacked):
+    rows = list(csv.DictReader(io.StringIO(attacked["csv"])))
+    assert [r["student"] for r in rows] == ["broken", "greedy", "hooks", "reacher", "unrendered"]
+    assert list(rows[0]) == ["student", "submission", "lesson", "add", "square", "root", "const", "total", "max",
+                             "status"]
+    by_student = {r["student"]: r for r in rows}
+    assert by_student["greedy"]["total"] == "4" and by_student["greedy"]["max"] == "7"
+    assert by_student["greedy"]["add"] == "3" and by_student["greedy"]["lesson"] == "01_devices"
+    assert "invalid JSON" in by_student["broken"]["status"] and by_student["broken"]["total"] == ""
+    assert "scores 0" in by_student["hooks"]["status"]
+    assert set(attacked["reports"]) == {"greedy", "hooks", "reacher", "unrendered"}
+    assert "grading" in attacked["done"].stderr, "a progress bar"
+
+
+@needs_sandbox
+def test_a_stopped_kernel_costs_its_timeout_and_nothing_more(tiny, tmp_path):
+    answers = dict(CORRECT, add="import os, signal\nos.kill(os.getpid(), signal.SIGSTOP)")
+    start = time.monotonic()
+    report = grade(submit(tmp_path, answers), tiny)
+    assert time.monotonic() - start < 3 * float(TIMEOUT) + 30
+    assert {e: p for e, (p, _) in report.by_exercise().items()} == {"add": 0, "square": 2, "root": 1, "const": 1}
+
+
+def test_without_a_sandbox_the_grader_says_so_and_goes_on_only_when_told(tiny, tmp_path):
+    path = submit(tmp_path, CORRECT)
+    env = dict(os.environ, PATH=str(Path(sys.executable).parent))          # no bwrap on this PATH
+    refused = subprocess.run([sys.executable, "-m", "gpulab", "grade", str(path), "--solutions", str(tiny)],
+                             capture_output=True, text=True, env=env, timeout=600)
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert "no sandbox" in refused.stderr and "--no-sandbox" in refused.stderr
+    graded = subprocess.run([sys.executable, "-m", "gpulab", "grade", str(path), "--solutions", str(tiny),
+                             "--no-sandbox", "--timeout", TIMEOUT], capture_output=True, text=True, env=env, timeout=600)
+    assert graded.returncode == 0, graded.stderr
+    assert "total: 7 / 7" in graded.stdout and "graded without a sandbox" in graded.stdout
+
+
+def _notebook_text(change):
+    notebook = _exercise_of_tiny()
+    change(notebook)
+    return json.dumps(notebook)
+
+
+def _set(path, value):
+    def change(notebook):
+        target = notebook
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+    return change
+
+
+@pytest.mark.parametrize("name, change, reason", [
+    ("01_devices.ipynb", _set(["metadata"], None), "its metadata is null"),
+    ("01_devices.ipynb", _set(["metadata", "gpulab"], "01_devices"), "its gpulab metadata is a str"),
+    ("01_devices.ipynb", _set(["cells", 2, "metadata"], ["answer"]), "cell 3's metadata is a list"),
+    ("01_devices.ipynb", _set(["cells", 2, "metadata", "gpulab"], "add"), "cell 3's gpulab metadata is a str"),
+    ("01_devices.ipynb", _set(["cells", 2, "source"], [1, 2, 3]), "cell 3's source is a list, not text"),
+    ("01_devices.ipynb", _set(["cells", 2, "metadata", "gpulab", "answer"], 7), "cell 3's answer id is a int"),
+    ("01_devices.ipynb", _set(["cells"], {"0": 1}), "no list of cells"),
+    ("01_devices.ipynb", _set(["metadata", "gpulab", "lesson"], "02_copying"),
+     "metadata says lesson 02_copying, its file name 01_devices"),
+    ("homework.ipynb", _set(["metadata", "gpulab", "lesson"], "09_nothing"), "no solution notebook for lesson '09_nothing'"),
+    ("homework.ipynb", _set(["metadata", "gpulab", "lesson"], "../../etc/passwd"), "names no lesson"),
+])
+def test_bad_input_exits_2_with_one_line(tiny, tmp_path, name, change, reason):
+    path = tmp_path / name
+    text = _notebook_text(change)
+    path.write_text(text)
+    done = run_grade(path, solutions=tiny)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert reason in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert done.stdout == "" and path.read_text() == text
+
+
+def test_a_lesson_other_than_the_one_chosen_is_reported(tiny, tmp_path):
+    path = tmp_path / "work.ipynb"
+    path.write_text(_notebook_text(lambda notebook: None))              # its metadata says 01_devices
+    done = run_grade(path, "--lesson", "02_copying", solutions=tiny)
+    assert done.returncode == 2 and "metadata says lesson 01_devices, but --lesson says 02_copying" in done.stderr
+
+
+def test_no_solutions_no_grading(tmp_path):
+    done = run_grade(ROOT / "exercises" / "01_devices.ipynb", solutions=tmp_path / "nowhere")
+    assert done.returncode == 2 and "no such folder" in done.stderr
 
 
 def test_a_missing_file_exits_2(tmp_path):
@@ -317,7 +544,6 @@ def test_a_missing_file_exits_2(tmp_path):
 @pytest.mark.parametrize("name", [path.name for path in sorted((ROOT / "exercises").glob("*.ipynb"))])
 def test_untouched_exercises_score_zero(name, tmp_path, monkeypatch):
     # That every solution scores full marks is checked in tests/test_answers.py, on a busy machine.
-    monkeypatch.delenv("GPULAB_SOLUTIONS", raising=False)
     output = tmp_path / "report.json"
     done = run_grade(ROOT / "exercises" / name, "--json", str(output), cwd=tmp_path, timeout="60")
     assert done.returncode == 0, done.stderr

@@ -43,24 +43,68 @@ def _assign(args: argparse.Namespace) -> int:
 
 
 def _grade(args: argparse.Namespace) -> int:
+    import csv
+    import importlib.util
     import json
 
-    import importlib.util
-
-    if importlib.util.find_spec("nbval") is None:
-        print("gpulab grade: grading runs the checks with nbval, which is not installed: "
-              "pip install 'gpulab[test]'", file=sys.stderr)
-        return 2
     from . import grading
 
-    try:
-        report = grading.grade(Path(args.submission), timeout=args.timeout, lesson=args.lesson, only=args.exercise)
-    except grading.SubmissionError as exc:
-        print(f"gpulab grade: {exc}", file=sys.stderr)
+    def refuse(message: str) -> int:
+        print(f"gpulab grade: {message}", file=sys.stderr)
         return 2
-    print(report.table())
-    if args.json:
-        Path(args.json).write_text(json.dumps(report.as_dict(), indent=2) + "\n", encoding="utf-8")
+
+    if importlib.util.find_spec("ipykernel") is None or importlib.util.find_spec("jupyter_client") is None:
+        return refuse("grading runs each exercise in a Jupyter kernel: pip install 'gpulab[test]'")
+    if args.jobs is not None and args.jobs < 1:
+        return refuse(f"--jobs must be at least 1, got {args.jobs}")
+    found = grading.submissions_in(args.submission)
+    one = len(found) == 1 and not Path(args.submission[0]).is_dir() and args.csv is None
+    if not found:
+        return refuse(f"no notebooks in {', '.join(args.submission)}")
+    try:
+        results = grading.grade_many([path for _, path in found], timeout=args.timeout, lesson=args.lesson,
+                                     jobs=args.jobs, only=args.exercise, solutions=args.solutions,
+                                     sandboxed=not args.no_sandbox, progress=not one)
+    except grading.SubmissionError as exc:
+        return refuse(str(exc))
+    if one:
+        [result] = results
+        if isinstance(result, grading.SubmissionError):
+            return refuse(str(result))
+        print(result.table())
+        if args.json:
+            Path(args.json).write_text(json.dumps(result.as_dict(), indent=2) + "\n", encoding="utf-8")
+        return 0
+
+    reports = Path(args.reports) if args.reports else (Path(args.csv).with_suffix("") if args.csv else None)
+    if reports is not None:
+        reports.mkdir(parents=True, exist_ok=True)
+    columns: list[str] = []
+    for result in results:
+        if isinstance(result, grading.Report):
+            columns += [exercise for exercise in result.by_exercise() if exercise not in columns]
+    rows = []
+    for (student, path), result in zip(found, results):
+        row = {"student": student, "submission": str(path)}
+        if isinstance(result, grading.SubmissionError):
+            row.update(status=str(result))
+            print(f"{student}: not graded: {result}")
+        else:
+            row.update(lesson=result.lesson, total=f"{result.total:g}", max=f"{result.max_total:g}",
+                       status="; ".join(result.notes) or "graded")
+            row.update({exercise: f"{points:g}" for exercise, (points, _) in result.by_exercise().items()})
+            print(f"{student}: {result.total:g} / {result.max_total:g}" + "".join(f" · {n}" for n in result.notes))
+            if reports is not None:
+                name = "__".join(path.relative_to(args.submission[0]).with_suffix("").parts) \
+                    if Path(args.submission[0]).is_dir() else path.stem
+                (reports / f"{name}.json").write_text(json.dumps(result.as_dict(), indent=2) + "\n", encoding="utf-8")
+        rows.append(row)
+    if args.csv:
+        with open(args.csv, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, ["student", "submission", "lesson", *columns, "total", "max", "status"])
+            writer.writeheader()
+            writer.writerows(rows)
+        print(f"{len(rows)} submission(s) → {args.csv}" + (f", reports in {reports}" if reports else ""))
     return 0
 
 
@@ -131,14 +175,27 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--root", default=".", help="the course checkout (default: current directory)")
     bench.set_defaults(handler=_bench)
 
-    grade = commands.add_parser("grade", help="grade a submitted exercise notebook")
-    grade.add_argument("submission", help="the student's .ipynb")
-    grade.add_argument("--json", metavar="FILE", help="also write the scores as JSON")
+    grade = commands.add_parser(
+        "grade", help="grade submitted exercise notebooks: one, several, or a folder of a class",
+        description="Grade each exercise of each submission in a fresh Jupyter kernel inside a sandbox "
+                    "(bubblewrap on Linux). One notebook: print its table. Several, or a folder as a "
+                    "learning-management system exports it: one row per student in --csv, and one JSON "
+                    "report each in --reports.")
+    grade.add_argument("submission", nargs="+", help="the students' .ipynb files, or folders of them")
+    grade.add_argument("--solutions", metavar="DIR",
+                       help="the instructor's solution notebooks (default: the checkout's solutions/)")
+    grade.add_argument("--json", metavar="FILE", help="one submission: also write its scores as JSON")
+    grade.add_argument("--csv", metavar="FILE", help="write the gradebook: a row per student, a column per exercise")
+    grade.add_argument("--reports", metavar="DIR",
+                       help="write each submission's JSON report here (default, with --csv: beside it, named after it)")
+    grade.add_argument("--jobs", type=int, metavar="N", help="kernels at a time (default: the number of cores)")
     grade.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
                        help="time limit for each cell (default: 30)")
-    grade.add_argument("--lesson", help="the lesson, e.g. 01_devices (default: from the notebook)")
+    grade.add_argument("--lesson", help="the lesson, e.g. 01_devices (default: from each notebook)")
     grade.add_argument("--exercise", action="append", metavar="ID",
                        help="grade only this exercise (its ID, as the table shows it); repeat for several")
+    grade.add_argument("--no-sandbox", action="store_true",
+                       help="run kernels without a sandbox: only to check your own work where none can be made")
     grade.set_defaults(handler=_grade)
     return parser
 

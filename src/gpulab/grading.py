@@ -1,4 +1,4 @@
-"""Exercises from solutions, and a grader that runs the instructor's checks with nbval.
+"""Exercises from solutions, and a grader that runs the instructor's checks on a student's answers.
 
 A solution notebook (``solutions/NN_name.ipynb``) is the source. Its cells carry roles in
 their metadata, under the key ``gpulab``:
@@ -6,12 +6,16 @@ their metadata, under the key ``gpulab``:
 - an **answer** cell, ``{"answer": "ID"}``, holds the solution between ``### BEGIN SOLUTION``
   and ``### END SOLUTION``;
 - **check** cells, ``{"check": "ID-a", "exercise": "ID", "points": 2}``, hold asserts; lines
-  between ``### BEGIN HIDDEN TESTS`` and ``### END HIDDEN TESTS`` are for the grader only.
+  between ``### BEGIN HIDDEN TESTS`` and ``### END HIDDEN TESTS`` are for the grader only;
+- **canary** cells, ``{"canary": "ID-x", "exercise": "ID"}``, are checks that must fail (an
+  instructor's own, beside the grader's): one that passes shows a kernel tampered with.
 
-:func:`make_exercise` replaces each solution with a stub and drops the hidden tests.
-:func:`grade` takes a student's answer cells (matched by ID, never by position), puts them
-into the instructor's notebook with its full checks, and runs each exercise in a fresh kernel
-under nbval, so that a hang or a crash in one exercise costs only that exercise.
+:func:`make_exercise` replaces each solution with a stub and drops the hidden tests and canaries.
+:func:`grade` takes a student's answer cells (matched by ID, never by position), and runs each
+exercise — setup cells, the student's answer, the instructor's checks, canaries among them — in a
+fresh kernel inside a sandbox (:mod:`gpulab.sandbox`), so that a hang, a crash or a hostile
+answer costs only that exercise. A check passes only when its cell's execute reply says ``ok``.
+:func:`grade_many` grades a class.
 """
 
 from __future__ import annotations
@@ -22,26 +26,26 @@ import dataclasses
 import json
 import os
 import re
+import secrets
 import signal
-import subprocess
 import sys
 import tempfile
-import time
+import threading
+import uuid
 from concurrent.futures import ThreadPoolExecutor
-from importlib import resources
 from pathlib import Path
 
 from . import course
-from ._nbval_report import MESSAGE_LIMIT
 
 __all__ = [
-    "CheckResult", "Report", "SubmissionError", "TimedCall", "assign", "grade", "kill_processes_mentioning",
-    "load_submission", "make_exercise", "recorded_time_fn", "solution_path",
+    "CheckResult", "Report", "SubmissionError", "TimedCall", "assign", "grade", "grade_many", "kill_processes_mentioning",
+    "load_submission", "make_exercise", "recorded_time_fn", "solution_path", "solutions_folder", "submissions_in",
 ]
 
 BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
 BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 STUB = ("# YOUR CODE HERE", "raise NotImplementedError()")
+MESSAGE_LIMIT = 300
 
 
 class SubmissionError(Exception):
@@ -173,6 +177,7 @@ def make_exercise(solution: dict, relative_path: str) -> dict:
     """The student's notebook for ``relative_path`` (``exercises/NN_name.ipynb``) from a solution notebook."""
     notebook = copy.deepcopy(solution)
     notebook["metadata"].pop("widgets", None)
+    notebook["cells"] = [cell for cell in notebook["cells"] if "canary" not in _role(cell)]   # the grader's alone
     for cell in notebook["cells"]:
         if cell["cell_type"] == "code":
             cell["outputs"], cell["execution_count"] = [], None
@@ -212,55 +217,121 @@ def assign(root: Path, check: bool = False) -> list[str]:
 # ---------------------------------------------------------------- submissions
 
 
+def _problem(notebook, what: str) -> str:
+    """Why ``notebook`` (read from JSON) is not a notebook the grader can use, or "" if it is."""
+    if not isinstance(notebook, dict) or "nbformat" not in notebook:
+        return "not a Jupyter notebook (no nbformat field)"
+    if notebook.get("nbformat") != 4:
+        return (f"notebook format {notebook.get('nbformat')} is not supported; "
+                "open it in Jupyter and save it (format 4)")
+    if not isinstance(notebook.get("metadata", {}), dict):
+        return f"its metadata is {_kind(notebook['metadata'])}, not a mapping"
+    role = notebook.get("metadata", {}).get("gpulab", {})
+    if not isinstance(role, dict):
+        return f"its gpulab metadata is {_kind(role)}, not a mapping"
+    cells = notebook.get("cells")
+    if not isinstance(cells, list):
+        return "not a Jupyter notebook (it has no list of cells)"
+    for number, cell in enumerate(cells, start=1):
+        if not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str):
+            return f"cell {number} is malformed (not a cell)"
+        if not isinstance(cell.get("metadata", {}), dict):
+            return f"cell {number}'s metadata is {_kind(cell['metadata'])}, not a mapping"
+        if not isinstance(cell["metadata"].get("gpulab", {}), dict) if "metadata" in cell else False:
+            return f"cell {number}'s gpulab metadata is {_kind(cell['metadata']['gpulab'])}, not a mapping"
+        source = cell.get("source", "")
+        if not (isinstance(source, str) or (isinstance(source, list) and all(isinstance(s, str) for s in source))):
+            return f"cell {number}'s source is {_kind(source)}, not text"
+        role = cell.get("metadata", {}).get("gpulab", {})
+        for key in ("answer", "check", "exercise", "canary"):
+            if key in role and not isinstance(role[key], str):
+                return f"cell {number}'s {key} id is {_kind(role[key])}, not text"
+    return ""
+
+
+def _kind(value) -> str:
+    return "null" if value is None else f"a {type(value).__name__}"
+
+
 def load_submission(path: Path) -> dict:
     """Read a submitted notebook, or raise :class:`SubmissionError` with a one-line reason."""
     path = Path(path)
     try:
+        if not path.is_file():
+            raise SubmissionError(f"{path}: no such file" if not path.exists() else f"{path}: not a file")
         text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SubmissionError(f"{path}: no such file") from None
+    except SubmissionError:
+        raise
     except (OSError, UnicodeDecodeError) as exc:
         raise SubmissionError(f"{path}: cannot be read as text ({exc.__class__.__name__})") from None
     if not text.strip():
         raise SubmissionError(f"{path}: the file is empty")
     try:
         notebook = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SubmissionError(f"{path}: not a notebook (invalid JSON at line {exc.lineno})") from None
-    if not isinstance(notebook, dict) or "nbformat" not in notebook:
-        raise SubmissionError(f"{path}: not a Jupyter notebook (no nbformat field)")
-    if notebook.get("nbformat") != 4:
-        raise SubmissionError(
-            f"{path}: notebook format {notebook.get('nbformat')} is not supported; "
-            "open it in Jupyter and save it (format 4)")
-    cells = notebook.get("cells")
-    if not isinstance(cells, list) or not all(isinstance(c, dict) and "cell_type" in c for c in cells):
-        raise SubmissionError(f"{path}: not a Jupyter notebook (its cells are malformed)")
+    except (json.JSONDecodeError, RecursionError) as exc:
+        line = getattr(exc, "lineno", None)
+        raise SubmissionError(f"{path}: not a notebook (invalid JSON{f' at line {line}' if line else ''})") from None
+    problem = _problem(notebook, "submission")
+    if problem:
+        raise SubmissionError(f"{path}: {problem}")
     return notebook
 
 
-def solution_path(lesson: str) -> Path:
-    """The instructor's notebook for ``lesson`` (e.g. ``01_devices``), found through the package."""
-    folder = os.environ.get("GPULAB_SOLUTIONS")
-    base = Path(folder) if folder else Path(str(resources.files("gpulab").joinpath("solutions")))
-    path = base / f"{lesson}.ipynb"
-    if not path.is_file():
-        raise FileNotFoundError(f"no solution notebook for lesson {lesson!r} in {base}")
+def solutions_folder(explicit: Path | str | None = None) -> Path:
+    """Where the instructor's notebooks are: ``explicit`` (``--solutions DIR``), else the checkout's solutions/.
+
+    The solutions never ship in the package: a self-learner has them in the repository, and an
+    instructor grades with a private copy whose hidden tests no student has seen.
+    """
+    if explicit is not None:
+        folder = Path(explicit)
+        if not folder.is_dir():
+            raise SubmissionError(f"--solutions {folder}: no such folder")
+        return folder
+    checkout = Path(__file__).resolve().parents[2]
+    if (checkout / "pyproject.toml").is_file() and (checkout / "solutions").is_dir():
+        return checkout / "solutions"
+    raise SubmissionError("no solutions to grade with: gpulab does not ship them; pass --solutions DIR "
+                          "(your copy of the course's solutions/ folder)")
+
+
+def solution_path(lesson: str, solutions: Path | str | None = None) -> Path:
+    """The instructor's notebook for ``lesson`` (e.g. ``01_devices``)."""
+    folder = solutions_folder(solutions)
+    path = folder / f"{lesson}.ipynb"
+    if not LESSON_NAME.fullmatch(lesson) or not path.is_file():
+        raise SubmissionError(f"no solution notebook for lesson {lesson!r} in {folder}")
     return path
 
 
-def _lesson_of(submission: dict, path: Path) -> str:
-    lesson = submission.get("metadata", {}).get("gpulab", {}).get("lesson")
-    if isinstance(lesson, str) and lesson in course.LESSONS:
-        return lesson
+LESSON_NAME = re.compile(r"\d\d_[a-z0-9_]+")
+
+
+def _lesson_of(submission: dict, path: Path, chosen: str | None, folder: Path) -> str:
+    """The lesson to grade ``path`` as: ``chosen`` (``--lesson``), its metadata, or its file name — never
+    one of them silently over another that disagrees."""
+    said = submission.get("metadata", {}).get("gpulab", {}).get("lesson")
+    if said is not None and not (isinstance(said, str) and LESSON_NAME.fullmatch(said)):
+        raise SubmissionError(f"{path}: its metadata names no lesson one can grade ({str(said)[:40]!r})")
     match = re.match(r"(\d\d)", path.name)  # a renamed download such as "01_devices (2).ipynb"
-    candidates = [stem for stem in course.LESSONS if match and stem.startswith(match.group(1))]
-    if len(candidates) == 1:
-        return candidates[0]
+    known = sorted({p.stem for p in folder.glob("*.ipynb")} | set(course.LESSONS))
+    by_name = [stem for stem in known if match and stem.startswith(match.group(1))]
+    named = by_name[0] if len(by_name) == 1 else None
+    if chosen is not None:
+        if said is not None and said != chosen:
+            raise SubmissionError(f"{path}: its metadata says lesson {said}, but --lesson says {chosen}")
+        return chosen
+    if said is not None:
+        if named is not None and named != said:
+            raise SubmissionError(f"{path}: its metadata says lesson {said}, its file name {named}; "
+                                  "pass --lesson to say which")
+        return said
+    if named is not None:
+        return named
     raise SubmissionError(f"{path}: cannot tell which lesson this is; pass --lesson NN_name")
 
 
-# ---------------------------------------------------------------- grading
+# ---------------------------------------------------------------- reports
 
 
 @dataclasses.dataclass
@@ -269,7 +340,7 @@ class CheckResult:
     check: str
     points: float
     max_points: float
-    outcome: str  # passed, failed, error, timeout, not run
+    outcome: str  # passed, failed, error, timeout, not run, tampered
     message: str = ""
 
 
@@ -322,23 +393,281 @@ class Report:
         return "\n".join(lines)
 
 
-def _run_notebook(solution: dict, exercise: str, answer_source: str) -> dict:
-    """The instructor's notebook with only ``exercise``'s answer (the student's) and checks."""
-    notebook = copy.deepcopy(solution)
-    notebook["metadata"].pop("widgets", None)
-    kept = []
-    for cell in notebook["cells"]:
-        if cell["cell_type"] == "code":
-            cell["outputs"], cell["execution_count"] = [], None
-        if answer_id(cell) is not None:
-            if answer_id(cell) != exercise:
-                continue
-            cell["source"] = answer_source
-        elif (role := check_role(cell)) is not None and role.get("exercise") != exercise:
+# ---------------------------------------------------------------- canaries
+
+# Tampering that makes a failing assertion pass — an IPython hook, a patched torch.allclose or
+# isinstance, a kernel that replies "ok" to everything — also makes a check pass that the grader
+# knows must fail. Such canary cells run among an exercise's checks, after the answer, each with
+# fresh random names and values; one that does not fail with its own message scores the exercise 0.
+# An instructor adds canaries of an exercise's own in the solution notebook: cells with
+# {"canary": ID, "exercise": ID} (tagged raises-exception, so that nbval expects them to fail).
+_CANARIES = (
+    "{a} = {x}\nassert {a} == {y}, {nonce!r}",
+    "import math as {a}\nassert {a}.isclose({x}.5, {y}.25), {nonce!r}",
+    "{a} = {x}\nassert isinstance({a}, str), {nonce!r}",
+    "import sys as {a}\n{b} = {a}.modules.get('torch')\nif {b} is not None:\n"
+    "    assert {b}.allclose({b}.tensor([{x}.0]), {b}.tensor([{y}.5])), {nonce!r}\n"
+    "else:\n    assert [{x}] == [{y}], {nonce!r}",
+    "import sys as {a}\n{b} = {a}.modules.get('numpy')\nif {b} is not None:\n"
+    "    assert {b}.isclose({x}.0, {y}.5), {nonce!r}\nelse:\n    assert abs({x} - {y}) < 0.5, {nonce!r}",
+)
+
+
+def _canary(kind: int, rng) -> tuple[str, str]:
+    """(source, nonce): a cell that must fail with AssertionError(nonce)."""
+    names = ["_" + "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 8))) for _ in "ab"]
+    x = rng.randint(2, 10**6)
+    nonce = f"{rng.getrandbits(64):016x}"
+    return _CANARIES[kind % len(_CANARIES)].format(a=names[0], b=names[1], x=x, y=x + rng.randint(1, 999),
+                                                   nonce=nonce), nonce
+
+
+# ---------------------------------------------------------------- grading one exercise
+
+
+@dataclasses.dataclass
+class _Cell:
+    kind: str          # setup, answer, check, canary
+    key: str           # check id, answer:ID, canary:ID
+    source: str
+    nonce: str = ""
+
+
+def _plan(solution: dict, exercise: str, answer_source: str, rng) -> list[_Cell]:
+    """The cells that grade ``exercise``: the setup, the student's answer, its checks, canaries among them."""
+    cells, checks = [], []
+    for cell in solution["cells"]:
+        if cell.get("cell_type") != "code":
             continue
-        kept.append(cell)
-    notebook["cells"] = kept
-    return notebook
+        role = _role(cell)
+        if (answer := answer_id(cell)) is not None:
+            if answer == exercise:
+                cells.append(_Cell("answer", f"answer:{exercise}", answer_source))
+        elif "check" in role:
+            if role.get("exercise") == exercise:
+                checks.append(_Cell("check", role["check"], course.cell_source(cell)))
+        elif "canary" in role:
+            if role.get("exercise") == exercise:
+                checks.append(_Cell("canary", f"canary:{role['canary']}", course.cell_source(cell)))
+        elif not checks:
+            cells.append(_Cell("setup", "", course.cell_source(cell)))
+    kinds = list(range(len(_CANARIES)))
+    rng.shuffle(kinds)
+    for kind in kinds:                       # anywhere after the first check: each gap is as likely
+        source, nonce = _canary(kind, rng)
+        checks.insert(rng.randint(1, len(checks)), _Cell("canary", "canary", source, nonce))
+    return cells + checks
+
+
+def _grade_exercise(solution: dict, exercise: str, answer_source: str, timeout: float, folder: Path,
+                    threads: int, slot: int, sandboxed: bool, limits) -> dict:
+    """{key: {"outcome", "message"}} for the answer and every check, and "tampered" if a canary passed."""
+    import random
+
+    from . import sandbox
+
+    rng = random.Random(secrets.randbits(64))
+    plan = _plan(solution, exercise, answer_source, rng)
+    results: dict[str, dict] = {}
+    try:
+        kernel = sandbox.Kernel(folder, sandboxed=sandboxed, limits=limits, threads=threads, slot=slot,
+                                start_timeout=max(60.0, timeout))
+    except sandbox.KernelDied as died:
+        return {"kernel": {"outcome": "error", "message": str(died)}}
+    with kernel:
+        for cell in plan:
+            if not kernel.alive:
+                break
+            reply = kernel.execute(cell.source, timeout)
+            if cell.kind == "canary":
+                if reply.status == "ok" or (reply.status == "timeout" and kernel.alive):
+                    results["tampered"] = {"outcome": "tampered", "message": (
+                        f"a check that must fail {'passed' if reply.status == 'ok' else 'did not finish'}: "
+                        "something in the answer changed how checks run")}
+                    break
+                if reply.status == "error" and (reply.ename != "AssertionError" or cell.nonce not in reply.evalue):
+                    if cell.nonce:
+                        results["tampered"] = {"outcome": "tampered", "message": (
+                            f"a check that must fail raised {reply.ename} instead of its own AssertionError: "
+                            "something in the answer changed how checks run")}
+                        break
+                continue
+            if cell.kind == "setup":
+                continue
+            results[cell.key] = _verdict(reply, timeout)
+    return results
+
+
+def _verdict(reply, timeout: float) -> dict:
+    if reply.status == "ok":
+        return {"outcome": "passed"}
+    if reply.status == "timeout":
+        return {"outcome": "timeout", "message": f"Timeout of {timeout:g} seconds exceeded"}
+    if reply.status == "died":
+        return {"outcome": "error", "message": reply.evalue}
+    message = f"{reply.ename}: {reply.evalue}".rstrip(": ")[:MESSAGE_LIMIT]
+    return {"outcome": "failed" if reply.ename == "AssertionError" else "error", "message": message}
+
+
+def _report(path: Path, lesson: str, parts: dict, solution: dict, outcomes: dict, notes: list[str]) -> Report:
+    checks = []
+    for exercise, part in parts.items():
+        outcome = outcomes.get(exercise, {})
+        tampered = outcome.get("tampered")
+        if tampered:
+            notes.append(f"exercise {exercise!r} scores 0: {tampered['message']}")
+        for index in part["checks"]:
+            role = check_role(solution["cells"][index])
+            result = outcome.get(role["check"]) or outcome.get("kernel") or {"outcome": "not run",
+                                                                             "message": "never reached"}
+            passed = result["outcome"] == "passed" and not tampered
+            message = "" if passed else result.get("message", "")
+            if tampered and result["outcome"] == "passed":
+                result, message = tampered, tampered["message"]
+            answer = outcome.get(f"answer:{exercise}")
+            if not passed and not tampered and answer and answer["outcome"] != "passed":
+                # The check failed because the answer cell itself did: say so first.
+                message = f"your answer cell failed ({answer['message']}); then {message}"[:MESSAGE_LIMIT]
+            checks.append(CheckResult(exercise, role["check"], role["points"] if passed else 0, role["points"],
+                                      result["outcome"], message))
+    return Report(str(path), lesson, checks, notes)
+
+
+# ---------------------------------------------------------------- grading submissions
+
+
+@dataclasses.dataclass
+class _Submission:
+    path: Path
+    lesson: str = ""
+    solution: dict | None = None
+    parts: dict = dataclasses.field(default_factory=dict)
+    answers: dict = dataclasses.field(default_factory=dict)
+    notes: list = dataclasses.field(default_factory=list)
+    error: str = ""
+    outcomes: dict = dataclasses.field(default_factory=dict)
+
+
+def _prepare(path: Path, lesson: str | None, only: list[str] | None, folder: Path, solutions: dict) -> _Submission:
+    item = _Submission(Path(path))
+    try:
+        submission = load_submission(item.path)
+        item.lesson = _lesson_of(submission, item.path, lesson, folder)
+        if item.lesson not in solutions:
+            source = solution_path(item.lesson, folder)
+            notebook = load_submission(source)
+            solutions[item.lesson] = (notebook, exercises(notebook))
+        item.solution, parts = solutions[item.lesson]
+    except SubmissionError as exc:
+        item.error = str(exc)
+        return item
+    except ValueError as exc:                  # the instructor's notebook breaks a rule of roles
+        item.error = f"the solution notebook for {item.lesson}: {exc}"
+        return item
+    if only:
+        unknown = sorted(set(only) - set(parts))
+        if unknown:
+            item.error = f"lesson {item.lesson} has no exercise {', '.join(unknown)} (it has {', '.join(parts)})"
+            return item
+        parts = {exercise: part for exercise, part in parts.items() if exercise in only}
+    item.parts = parts
+    for exercise in parts:
+        found = [c for c in submission["cells"] if answer_id(c) == exercise]
+        if found:
+            item.answers[exercise] = course.cell_source(found[0])
+        else:
+            item.notes.append(f"no answer cell for exercise {exercise!r} (deleted, or its metadata removed?)")
+            item.answers[exercise] = "\n".join(STUB)
+    return item
+
+
+def grade_many(paths: list[Path], *, timeout: float = 30.0, lesson: str | None = None, jobs: int | None = None,
+               only: list[str] | None = None, solutions: Path | str | None = None, sandboxed: bool = True,
+               limits=None, progress: bool = False) -> list[Report | SubmissionError]:
+    """Grade submissions, each exercise in a kernel of its own, ``jobs`` kernels at a time.
+
+    Returns, in the order given, a :class:`Report` for each submission, or the
+    :class:`SubmissionError` that says why it could not be graded. Raises :class:`SubmissionError`
+    when nothing can be graded (no solutions; no sandbox while ``sandboxed``).
+    """
+    from . import sandbox
+
+    folder = solutions_folder(solutions)
+    if sandboxed and sandbox.unavailable():
+        raise SubmissionError(f"{sandbox.unavailable()}; pass --no-sandbox to grade without one "
+                              "(only to check your own work: nothing then stops a submission reaching the grader)")
+    limits = limits or sandbox.Limits(cpu_s=int(max(60, timeout * 20)))
+    cache: dict = {}
+    items = [_prepare(path, lesson, only, folder, cache) for path in paths]
+    tasks = [(item, exercise) for item in items if not item.error for exercise in item.parts]
+    cores = os.cpu_count() or 1
+    jobs = max(1, min(jobs or cores, len(tasks) or 1))
+    threads = max(1, cores // jobs)
+    slots = list(range(jobs))
+    lock = threading.Lock()
+    bar = None
+    if progress and tasks:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(tasks), desc="grading", unit="exercise", file=sys.stderr)
+
+    def run(task):
+        item, exercise = task
+        with lock:
+            slot = slots.pop()
+        try:
+            return _grade_exercise(item.solution, exercise, item.answers[exercise], timeout, Path(workdir) /
+                                   f"{uuid.uuid4().hex[:12]}-{exercise}", threads, slot, sandboxed, limits)
+        finally:
+            with lock:
+                slots.append(slot)
+            if bar is not None:
+                bar.update()
+
+    with tempfile.TemporaryDirectory(prefix="gpulab-grade-") as workdir:
+        os.chmod(workdir, 0o711)               # each kernel's user reaches its own folder, and only that
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            for (item, exercise), outcome in zip(tasks, pool.map(run, tasks)):
+                item.outcomes[exercise] = outcome
+    if bar is not None:
+        bar.close()
+    notes = [] if sandboxed else ["graded without a sandbox (--no-sandbox)"]
+    return [SubmissionError(item.error) if item.error else
+            _report(item.path, item.lesson, item.parts, item.solution, item.outcomes, item.notes + notes)
+            for item in items]
+
+
+def grade(submission_path: Path, *, timeout: float = 30.0, lesson: str | None = None, workers: int = 2,
+          only: list[str] | None = None, solutions: Path | str | None = None, sandboxed: bool = True) -> Report:
+    """Grade one submitted exercise notebook; raise :class:`SubmissionError` if it cannot be graded.
+
+    ``only`` names the exercises to grade (default: all), e.g. to regrade one of them.
+    """
+    cores = os.cpu_count() or 1
+    [result] = grade_many([Path(submission_path)], timeout=timeout, lesson=lesson, only=only, solutions=solutions,
+                          sandboxed=sandboxed, jobs=max(1, min(workers, cores)))
+    if isinstance(result, SubmissionError):
+        raise result
+    return result
+
+
+def submissions_in(paths: list[Path]) -> list[tuple[str, Path]]:
+    """(student, path) for every notebook named or found in the folders named, as an LMS exports them.
+
+    In a folder, a notebook inside a subfolder belongs to the student the subfolder is named after
+    (Moodle: one folder per student); one directly inside is named by its file (Canvas).
+    """
+    found = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            for notebook in sorted(path.rglob("*.ipynb")):
+                relative = notebook.relative_to(path)
+                if ".ipynb_checkpoints" in relative.parts:
+                    continue
+                found.append((relative.parts[0] if len(relative.parts) > 1 else notebook.stem, notebook))
+        else:
+            found.append((path.stem, path))
+    return found
 
 
 def kill_processes_mentioning(marker: str) -> None:
@@ -351,94 +680,3 @@ def kill_processes_mentioning(marker: str) -> None:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
-
-
-# pytest, started so that a grading starts fast: nbval reads notebooks with nbformat, whose schema
-# validation imports jsonschema, which builds an RFC 3987 parser at import when rfc3987_syntax is
-# installed (a second per exercise). Notebooks hold no IRIs to check, so it is left out.
-_PYTEST = "import sys; sys.modules['rfc3987_syntax'] = None; import pytest; sys.exit(pytest.main(sys.argv[1:]))"
-
-
-def _grade_exercise(solution: dict, exercise: str, answer_source: str, timeout: float, workdir: Path,
-                    threads: int = 1) -> dict:
-    folder = workdir / exercise
-    (folder / "runtime").mkdir(parents=True)
-    (folder / "tmp").mkdir()
-    notebook_path = folder / "graded.ipynb"
-    notebook = _run_notebook(solution, exercise, answer_source)
-    course.write_notebook(notebook, notebook_path)
-    (folder / "pytest.ini").write_text("[pytest]\n")
-    results = folder / "results.json"
-    env = dict(os.environ, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1", GPULAB_GRADE_RESULTS=str(results), JUPYTER_RUNTIME_DIR=str(folder / "runtime"),
-               IPYTHONDIR=str(folder / "ipython"), MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1",
-               JUPYTER_PLATFORM_DIRS="1", TMPDIR=str(folder / "tmp"))  # what a submission writes goes with it
-    # Exercises are graded side by side: each kernel gets its share of the cores. More threads
-    # than cores make every parallel torch op wait for a thread the OS has parked, and a check
-    # that runs thousands of them (a timing loop) then takes minutes instead of a second.
-    env.setdefault("OMP_NUM_THREADS", str(threads))
-    command = [sys.executable, "-c", _PYTEST, "-q", "-c", str(folder / "pytest.ini"), "--rootdir", str(folder),
-               "-p", "no:cacheprovider", "-p", "nbval", "-p", "gpulab._nbval_report", "--nbval-lax",
-               "--nbval-current-env", f"--nbval-cell-timeout={timeout:g}", str(notebook_path)]
-    cells = len(notebook["cells"])
-    process = subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               start_new_session=True)
-    try:
-        process.wait(timeout=timeout * cells + 120)
-    except subprocess.TimeoutExpired:
-        pass
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        kill_processes_mentioning(str(folder))
-    return json.loads(results.read_text()) if results.exists() else {}
-
-
-def grade(submission_path: Path, *, timeout: float = 30.0, lesson: str | None = None, workers: int = 2,
-          only: list[str] | None = None) -> Report:
-    """Grade a submitted exercise notebook; raise :class:`SubmissionError` if it cannot be read.
-
-    ``only`` names the exercises to grade (default: all), e.g. to regrade one of them.
-    """
-    submission_path = Path(submission_path)
-    submission = load_submission(submission_path)
-    lesson = lesson or _lesson_of(submission, submission_path)
-    solution = course.read_notebook(solution_path(lesson))
-    parts = exercises(solution)
-    if only:
-        unknown = sorted(set(only) - set(parts))
-        if unknown:
-            raise SubmissionError(f"lesson {lesson} has no exercise {', '.join(unknown)} (it has {', '.join(parts)})")
-        parts = {exercise: part for exercise, part in parts.items() if exercise in only}
-    notes, answers = [], {}
-    for exercise, part in parts.items():
-        found = [c for c in submission["cells"] if answer_id(c) == exercise]
-        if found:
-            answers[exercise] = course.cell_source(found[0])
-        else:
-            notes.append(f"no answer cell for exercise {exercise!r} (deleted, or its metadata removed?)")
-            answers[exercise] = "\n".join(STUB)
-
-    cores = os.cpu_count() or 1
-    side_by_side = max(1, min(workers, cores, len(parts)))
-    with tempfile.TemporaryDirectory(prefix="gpulab-grade-") as workdir:
-        with ThreadPoolExecutor(max_workers=side_by_side) as pool:
-            futures = {exercise: pool.submit(_grade_exercise, solution, exercise, answers[exercise],
-                                             timeout, Path(workdir), max(1, cores // side_by_side))
-                       for exercise in parts}
-            outcomes = {exercise: future.result() for exercise, future in futures.items()}
-
-    checks = []
-    for exercise, part in parts.items():
-        for index in part["checks"]:
-            role = check_role(solution["cells"][index])
-            result = outcomes[exercise].get(role["check"], {"outcome": "not run", "message": "never reached"})
-            passed = result["outcome"] == "passed"
-            message = "" if passed else result.get("message", "")
-            answer = outcomes[exercise].get(f"answer:{exercise}")
-            if not passed and answer and answer["outcome"] != "passed":
-                # The check failed because the answer cell itself did: say so first.
-                message = f"your answer cell failed ({answer['message']}); then {message}"[:MESSAGE_LIMIT]
-            checks.append(CheckResult(exercise, role["check"], role["points"] if passed else 0, role["points"],
-                                      result["outcome"], message))
-    return Report(str(submission_path), lesson, checks, notes)
