@@ -11,8 +11,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU; this machine has none")
 
 # Where a machine must run everything, a skip for want of it is a failure: the GPU runner sets
-# GPULAB_REQUIRE_CUDA=1 (make test-gpu), CI sets GPULAB_REQUIRE_BROWSER=1 (.ci/run).
-REQUIRED = {"GPULAB_REQUIRE_CUDA": "needs a CUDA GPU", "GPULAB_REQUIRE_BROWSER": "needs Chromium"}
+# GPULAB_REQUIRE_CUDA=1 (make test-gpu), CI sets GPULAB_REQUIRE_BROWSER=1 and
+# GPULAB_REQUIRE_SANDBOX=1 (.ci/run).
+REQUIRED = {"GPULAB_REQUIRE_CUDA": "needs a CUDA GPU", "GPULAB_REQUIRE_BROWSER": "needs Chromium",
+            "GPULAB_REQUIRE_SANDBOX": "no sandbox"}
 
 
 @pytest.hookimpl(hookwrapper=True)

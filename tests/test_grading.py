@@ -23,6 +23,8 @@ from gpulab import course, distributed, grading, sandbox
 from conftest import ROOT, code_cell, notebook
 
 TIMEOUT = "4"
+SANDBOXED = not sandbox.unavailable()
+needs_sandbox = pytest.mark.skipif(not SANDBOXED, reason=sandbox.unavailable())
 
 
 def role_cell(source, role=None):
@@ -64,7 +66,7 @@ def tiny(tmp_path_factory):
 
 
 def grade(path, tiny, **kwargs):
-    return grading.grade(path, timeout=float(TIMEOUT), solutions=tiny, **kwargs)
+    return grading.grade(path, timeout=float(TIMEOUT), solutions=tiny, sandboxed=SANDBOXED, **kwargs)
 
 
 def submit(folder, answers=None, transform=None, name="submission.ipynb"):
@@ -93,7 +95,7 @@ def _exercise_of_tiny():
 
 
 def run_grade(path, *extra, cwd=None, timeout=TIMEOUT, solutions=None):
-    where = ["--solutions", str(solutions)] if solutions else []
+    where = (["--solutions", str(solutions)] if solutions else []) + ([] if SANDBOXED else ["--no-sandbox"])
     done = subprocess.run([sys.executable, "-m", "gpulab", "grade", str(path), "--timeout", timeout, *where, *extra],
                           capture_output=True, text=True, cwd=cwd, timeout=600, env=dict(os.environ))
     return done
@@ -331,8 +333,6 @@ def test_the_grader_finishes_within_its_budget(hostile):
 
 # ------------------------------------------------------------------ hostile answers, one kind each
 
-SANDBOXED = not sandbox.unavailable()
-needs_sandbox = pytest.mark.skipif(not SANDBOXED, reason=f"{sandbox.unavailable()}")
 
 LIMIT = sandbox.Limits().memory_bytes
 MARKER = "gpulab-test-outlives-" + os.urandom(4).hex()

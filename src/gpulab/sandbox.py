@@ -4,7 +4,7 @@ On Linux the sandbox is bubblewrap (``bwrap``): the kernel sees a read-only view
 of Python and of gpulab, and nothing else of the machine (no home folders, no /tmp, no other
 submissions, no solutions); its own writable scratch folder as ``/tmp``; no network; a PID
 namespace of its own, so every process it starts ends with it; and limits on memory (address
-space), processes and CPU time. Run as root, the kernel also gives up root: it runs as an
+data), processes and CPU time. Run as root, the kernel also gives up root: it runs as an
 unprivileged user id of its own, which is what makes the process limit count.
 
 Without a sandbox (``sandboxed=False``: a student checking their own work on a laptop) the same
@@ -41,8 +41,10 @@ UID_BASE = 61000                     # run as root, kernel k runs as user UID_BA
 class Limits:
     """What one kernel may use. ``cpu_s`` is per process; the grader's clock bounds the wall time."""
 
-    memory_bytes: int = 6 * 2**30    # address space of each process: torch alone maps about 1.5 GiB
-    processes: int = 128             # processes and threads of the kernel's user
+    # Each process's data (heap and private writable mappings: what tensors on the host take). Not
+    # its address space: CUDA reserves far more of that than it ever uses.
+    memory_bytes: int = 6 * 2**30
+    processes: int = 256             # processes and threads of the kernel's user
     cpu_s: int = 900
 
 
@@ -69,7 +71,7 @@ if uid >= 0 and os.getuid() == 0:
 else:
     mine = sum(1 for p in os.listdir('/proc') if p.isdigit() and os.stat('/proc/' + p).st_uid == os.getuid())
     processes += mine
-for limit, value in ((resource.RLIMIT_AS, memory), (resource.RLIMIT_NPROC, processes),
+for limit, value in ((resource.RLIMIT_DATA, memory), (resource.RLIMIT_NPROC, processes),
                      (resource.RLIMIT_CPU, cpu), (resource.RLIMIT_CORE, 0)):
     resource.setrlimit(limit, (value, value))
 os.execv(sys.argv[5], sys.argv[5:])
