@@ -360,7 +360,10 @@ ATTACKS = {
         "const": "import builtins\nbuiltins.isinstance = lambda *a: True\nANSWER = 41",
     },
     "greedy": {
-        "add": "def add(a, b):\n    return a + b",
+        # A file larger than the limit (sparse: nothing is really written if the limit fails).
+        "add": (f"try:\n    with open('big', 'wb') as handle:\n        handle.seek({sandbox.Limits().file_bytes})\n"
+                "        handle.write(b'x')\n    def add(a, b):\n        return 0\nexcept OSError:\n"
+                "    def add(a, b):\n        return a + b"),
         "square": ("import os\nfor _ in range(400):\n    if os.fork() == 0:\n        import time\n"
                    "        time.sleep(600)\n        os._exit(0)\ndef square(x):\n    return x * x"),
         "root": ("import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)  # "

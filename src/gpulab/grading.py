@@ -402,24 +402,33 @@ class Report:
 # An instructor adds canaries of an exercise's own in the solution notebook: cells with
 # {"canary": ID, "exercise": ID} (tagged raises-exception, so that nbval expects them to fail).
 _CANARIES = (
-    "{a} = {x}\nassert {a} == {y}, {nonce!r}",
-    "import math as {a}\nassert {a}.isclose({x}.5, {y}.25), {nonce!r}",
-    "{a} = {x}\nassert isinstance({a}, str), {nonce!r}",
-    "import sys as {a}\n{b} = {a}.modules.get('torch')\nif {b} is not None:\n"
-    "    assert {b}.allclose({b}.tensor([{x}.0]), {b}.tensor([{y}.5])), {nonce!r}\n"
-    "else:\n    assert [{x}] == [{y}], {nonce!r}",
-    "import sys as {a}\n{b} = {a}.modules.get('numpy')\nif {b} is not None:\n"
-    "    assert {b}.isclose({x}.0, {y}.5), {nonce!r}\nelse:\n    assert abs({x} - {y}) < 0.5, {nonce!r}",
+    "{a} = {x}\nassert {a} == {y}, f'expected {y}, got {{{a}}}'",
+    "import math\n{a} = {x}.5\nassert math.isclose({a}, {y}.25), f'expected about {y}.25, got {{{a}}}'",
+    "{a} = {x}\nassert isinstance({a}, str), f'expected a str, got {{{a}!r}}'",
+    "import sys\n{b} = sys.modules.get('torch')\n{a} = [{x}.0]\nif {b} is not None:\n"
+    "    assert {b}.allclose({b}.tensor({a}), {b}.tensor([{y}.5])), f'expected [{y}.5], got {{{a}}}'\n"
+    "else:\n    assert {a} == [{y}.5], f'expected [{y}.5], got {{{a}}}'",
+    "import sys\n{b} = sys.modules.get('numpy')\n{a} = {x}.0\nif {b} is not None:\n"
+    "    assert {b}.isclose({a}, {y}.5), f'expected {y}.5, got {{{a}}}'\n"
+    "else:\n    assert abs({a} - {y}.5) < 0.5, f'expected {y}.5, got {{{a}}}'",
 )
+_WORDS = ("result", "value", "got", "out", "total", "measured", "size", "count", "expected", "seen")
 
 
 def _canary(kind: int, rng) -> tuple[str, str]:
-    """(source, nonce): a cell that must fail with AssertionError(nonce)."""
-    names = ["_" + "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 8))) for _ in "ab"]
+    """(source, message): a cell that looks like a check and must fail with AssertionError(message)."""
+    a = b = ""
+    while a == b:
+        a, b = (f"_{rng.choice(_WORDS)}{rng.randint(0, 999)}" for _ in "ab")
     x = rng.randint(2, 10**6)
-    nonce = f"{rng.getrandbits(64):016x}"
-    return _CANARIES[kind % len(_CANARIES)].format(a=names[0], b=names[1], x=x, y=x + rng.randint(1, 999),
-                                                   nonce=nonce), nonce
+    y = x + rng.randint(1, 999)
+    source = _CANARIES[kind % len(_CANARIES)].format(a=a, b=b, x=x, y=y)
+    namespace: dict = {"__builtins__": __builtins__}
+    try:                                    # the message it fails with, here, in a Python nobody tampered with
+        exec(compile(source, "<canary>", "exec"), namespace)
+    except AssertionError as failure:
+        return source, str(failure)
+    raise AssertionError(f"a canary that does not fail: {source!r}")
 
 
 # ---------------------------------------------------------------- grading one exercise

@@ -35,6 +35,7 @@ __all__ = ["ExecuteResult", "Kernel", "KernelDied", "Limits", "unavailable"]
 
 INSIDE = "/tmp"                      # where the scratch folder appears inside the sandbox
 UID_BASE = 61000                     # run as root, kernel k runs as user UID_BASE + k % 1000
+MAX_MESSAGE = 16 * 2**20             # bytes of one message from the kernel
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,6 +47,7 @@ class Limits:
     memory_bytes: int = 6 * 2**30
     processes: int = 256             # processes and threads of the kernel's user
     cpu_s: int = 900
+    file_bytes: int = 2 * 2**30      # the largest file it may write
 
 
 class KernelDied(RuntimeError):
@@ -60,10 +62,10 @@ class ExecuteResult:
 
 
 # The first process in the sandbox: it drops root (when it has it), sets the limits, and becomes
-# the kernel. Its arguments: uid, memory bytes, processes, CPU seconds, then the kernel's command.
+# the kernel. Its arguments: uid, memory bytes, processes, CPU seconds, file bytes, then the kernel's command.
 _ENTRY = """
 import os, resource, sys
-uid, memory, processes, cpu = map(int, sys.argv[1:5])
+uid, memory, processes, cpu, largest = map(int, sys.argv[1:6])
 if uid >= 0 and os.getuid() == 0:
     os.setgroups([])
     os.setgid(uid)
@@ -72,9 +74,9 @@ else:
     mine = sum(1 for p in os.listdir('/proc') if p.isdigit() and os.stat('/proc/' + p).st_uid == os.getuid())
     processes += mine
 for limit, value in ((resource.RLIMIT_DATA, memory), (resource.RLIMIT_NPROC, processes),
-                     (resource.RLIMIT_CPU, cpu), (resource.RLIMIT_CORE, 0)):
+                     (resource.RLIMIT_CPU, cpu), (resource.RLIMIT_FSIZE, largest), (resource.RLIMIT_CORE, 0)):
     resource.setrlimit(limit, (value, value))
-os.execv(sys.argv[5], sys.argv[5:])
+os.execv(sys.argv[6], sys.argv[6:])
 """
 
 
@@ -164,6 +166,7 @@ class Kernel:
 
     def __init__(self, scratch: Path, *, sandboxed: bool, limits: Limits = Limits(), threads: int = 1, slot: int = 0,
                  start_timeout: float = 60.0):
+        import zmq
         from jupyter_client import BlockingKernelClient
 
         self.scratch, self.sandboxed = Path(scratch), sandboxed
@@ -178,7 +181,7 @@ class Kernel:
         kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", f"{inside}/kernel.json", "--quiet",
                   "--HistoryManager.enabled=False"]
         command = [sys.executable, "-I", "-S", "-c", _ENTRY, str(uid if sandboxed else -1), str(limits.memory_bytes),
-                   str(limits.processes), str(limits.cpu_s), *kernel]
+                   str(limits.processes), str(limits.cpu_s), str(limits.file_bytes), *kernel]
         if sandboxed:
             if os.geteuid() == 0:
                 os.chown(self.scratch, uid, uid)
@@ -186,7 +189,11 @@ class Kernel:
         self.process = subprocess.Popen(command, cwd=self.scratch, env=_clean_env(threads, inside),
                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.DEVNULL, start_new_session=True)
-        self.client = BlockingKernelClient()
+        # A kernel may send anything: a message too large to be a reply closes the connection
+        # instead of filling the grader's memory.
+        self.context = zmq.Context()
+        self.context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE)
+        self.client = BlockingKernelClient(context=self.context)
         self.client.load_connection_info(dict(info, ip=str(self.scratch / socket_name)))
         self.client.start_channels(shell=True, iopub=False, stdin=False, hb=False, control=True)
         try:
@@ -250,6 +257,7 @@ class Kernel:
         """End the kernel and everything it started; remove the scratch folder."""
         self.kill()
         self.client.stop_channels()
+        self.context.destroy(linger=0)
         if not self.sandboxed:
             _kill_marked(str(self.scratch))
         shutil.rmtree(self.scratch, ignore_errors=True)
