@@ -127,6 +127,11 @@ def _bwrap_args(scratch: Path, uid: int) -> list[str]:
         else:
             args += ["--ro-bind", path, path]
         made.add(path)
+    if scratch != Path("/"):
+        # The scratch folder first: Python may live under /tmp too (a checkout there), and then
+        # its folders are mounted inside this one instead of being hidden by it.
+        args += ["--bind", str(scratch), INSIDE]
+        made.add(INSIDE)
     for path in _python_paths() if scratch != Path("/") else ():
         if any(path == m or path.startswith(m.rstrip("/") + "/") for m in mounts):
             continue
@@ -143,7 +148,7 @@ def _bwrap_args(scratch: Path, uid: int) -> list[str]:
         # look their host up, and a name that needs DNS would wait for a server it cannot reach.
         hosts = scratch.with_name(scratch.name + ".hosts")
         hosts.write_text("127.0.0.1 localhost sandbox\n::1 localhost ip6-localhost ip6-loopback\n")
-        args += ["--ro-bind", str(hosts), "/etc/hosts", "--bind", str(scratch), INSIDE, "--chdir", INSIDE]
+        args += ["--ro-bind", str(hosts), "/etc/hosts", "--chdir", INSIDE]
     return args
 
 
