@@ -417,18 +417,17 @@ _WORDS = ("result", "value", "got", "out", "total", "measured", "size", "count",
 
 def _canary(kind: int, rng) -> tuple[str, str]:
     """(source, message): a cell that looks like a check and must fail with AssertionError(message)."""
-    a = b = ""
-    while a == b:
-        a, b = (f"_{rng.choice(_WORDS)}{rng.randint(0, 999)}" for _ in "ab")
-    x = rng.randint(2, 10**6)
-    y = x + rng.randint(1, 999)
-    source = _CANARIES[kind % len(_CANARIES)].format(a=a, b=b, x=x, y=y)
-    namespace: dict = {"__builtins__": __builtins__}
-    try:                                    # the message it fails with, here, in a Python nobody tampered with
-        exec(compile(source, "<canary>", "exec"), namespace)
-    except AssertionError as failure:
-        return source, str(failure)
-    raise AssertionError(f"a canary that does not fail: {source!r}")
+    while True:
+        a = b = ""
+        while a == b:
+            a, b = (f"_{rng.choice(_WORDS)}{rng.randint(0, 999)}" for _ in "ab")
+        x = rng.randint(2, 10**5)
+        y = x + rng.randint(x // 5 + 1, x + 999)        # far apart for every tolerance: rtol 1e-5 and beyond
+        source = _CANARIES[kind % len(_CANARIES)].format(a=a, b=b, x=x, y=y)
+        try:                                # the message it fails with, here, in a Python nobody tampered with
+            exec(compile(source, "<canary>", "exec"), {"__builtins__": __builtins__})
+        except AssertionError as failure:
+            return source, str(failure)
 
 
 # ---------------------------------------------------------------- grading one exercise
