@@ -315,6 +315,20 @@ def test_exercises_graded_side_by_side_share_the_cores(tiny, tmp_path, monkeypat
     assert by_check(alone)["const-0"].outcome == "passed", by_check(alone)["const-0"].message
 
 
+def test_every_canary_fails_with_its_message_whatever_its_values():
+    import random
+
+    import numpy  # noqa: F401 -- loaded, so that the canaries that use numpy and torch take those paths
+    import torch  # noqa: F401
+
+    rng = random.Random(14)
+    for number in range(3000):
+        source, message = grading._canary(number, rng)
+        with pytest.raises(AssertionError) as failure:
+            exec(source, {})
+        assert str(failure.value) == message and message.startswith("expected")
+
+
 def test_an_instructors_canary_catches_an_answer_that_equals_anything(tiny, tmp_path):
     exercise = grading.make_exercise(tiny_lesson(), "exercises/01_devices.ipynb")
     assert not [c for c in exercise["cells"] if "canary" in c["metadata"].get("gpulab", {})], "students never see them"
