@@ -501,9 +501,9 @@ def torchrun(script: str | os.PathLike, nproc: int = 2, *, args: tuple | list = 
     mark = uuid.uuid4().hex
     result_path, progress_path = folder / "result.json", folder / "progress"
     visible = ["torchrun", "--standalone", f"--nproc_per_node={nproc}", str(script), *map(str, args)]
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
-               "--monitor-interval=0.05", f"--log-dir={folder / 'logs'}", "--redirects=3",
-               str(script), *map(str, args)]
+    arguments = ["--standalone", f"--nproc_per_node={nproc}", "--monitor-interval=0.05",
+                 f"--log-dir={folder / 'logs'}", "--redirects=3", str(script), *map(str, args)]
+    command = [sys.executable, "-m", "torch.distributed.run", *arguments]
     run_env = dict(os.environ, **(env or {}))
     run_env.update({MARK_VARIABLE: mark, RESULT_VARIABLE: str(result_path), PROGRESS_VARIABLE: str(progress_path),
                     BACKEND_VARIABLE: backend, "OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1"})
@@ -516,7 +516,7 @@ def torchrun(script: str | os.PathLike, nproc: int = 2, *, args: tuple | list = 
     try:
         launcher = _launcher()
         if launcher is not None:
-            process = _Forked(launcher, folder, command[3:], run_env, folder / "torchrun.log")
+            process = _Forked(launcher, folder, arguments, run_env, folder / "torchrun.log")
         else:
             process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=launcher_log,
                                        stderr=subprocess.STDOUT, env=run_env, start_new_session=True)

@@ -217,7 +217,7 @@ def assign(root: Path, check: bool = False) -> list[str]:
 # ---------------------------------------------------------------- submissions
 
 
-def _problem(notebook, what: str) -> str:
+def _problem(notebook) -> str:
     """Why ``notebook`` (read from JSON) is not a notebook the grader can use, or "" if it is."""
     if not isinstance(notebook, dict) or "nbformat" not in notebook:
         return "not a Jupyter notebook (no nbformat field)"
@@ -237,12 +237,12 @@ def _problem(notebook, what: str) -> str:
             return f"cell {number} is malformed (not a cell)"
         if not isinstance(cell.get("metadata", {}), dict):
             return f"cell {number}'s metadata is {_kind(cell['metadata'])}, not a mapping"
-        if not isinstance(cell["metadata"].get("gpulab", {}), dict) if "metadata" in cell else False:
-            return f"cell {number}'s gpulab metadata is {_kind(cell['metadata']['gpulab'])}, not a mapping"
+        role = cell.get("metadata", {}).get("gpulab", {})
+        if not isinstance(role, dict):
+            return f"cell {number}'s gpulab metadata is {_kind(role)}, not a mapping"
         source = cell.get("source", "")
         if not (isinstance(source, str) or (isinstance(source, list) and all(isinstance(s, str) for s in source))):
             return f"cell {number}'s source is {_kind(source)}, not text"
-        role = cell.get("metadata", {}).get("gpulab", {})
         for key in ("answer", "check", "exercise", "canary"):
             if key in role and not isinstance(role[key], str):
                 return f"cell {number}'s {key} id is {_kind(role[key])}, not text"
@@ -271,7 +271,7 @@ def load_submission(path: Path) -> dict:
     except (json.JSONDecodeError, RecursionError) as exc:
         line = getattr(exc, "lineno", None)
         raise SubmissionError(f"{path}: not a notebook (invalid JSON{f' at line {line}' if line else ''})") from None
-    problem = _problem(notebook, "submission")
+    problem = _problem(notebook)
     if problem:
         raise SubmissionError(f"{path}: {problem}")
     return notebook
@@ -488,22 +488,29 @@ def _grade_exercise(solution: dict, exercise: str, answer_source: str, timeout: 
                 break
             reply = kernel.execute(cell.source, timeout)
             if cell.kind == "canary":
-                if reply.status == "ok" or (reply.status == "timeout" and kernel.alive):
+                if (why := _canary_broken(reply, cell.nonce, kernel.alive)):
                     results["tampered"] = {"outcome": "tampered", "message": (
-                        f"a check that must fail {'passed' if reply.status == 'ok' else 'did not finish'}: "
-                        "something in the answer changed how checks run")}
+                        f"a check that must fail {why}: something in the answer changed how checks run")}
                     break
-                if reply.status == "error" and (reply.ename != "AssertionError" or cell.nonce not in reply.evalue):
-                    if cell.nonce:
-                        results["tampered"] = {"outcome": "tampered", "message": (
-                            f"a check that must fail raised {reply.ename} instead of its own AssertionError: "
-                            "something in the answer changed how checks run")}
-                        break
                 continue
             if cell.kind == "setup":
                 continue
             results[cell.key] = _verdict(reply, timeout)
     return results
+
+
+def _canary_broken(reply, message: str, alive: bool) -> str:
+    """How a canary's reply shows tampering ("" if it failed as it must; a dead kernel shows nothing).
+
+    The grader's canaries must fail with their own AssertionError; an instructor's (no message) with any error.
+    """
+    if reply.status == "ok":
+        return "passed"
+    if reply.status == "timeout" and alive:
+        return "did not finish"
+    if reply.status == "error" and message and (reply.ename != "AssertionError" or message not in reply.evalue):
+        return f"raised {reply.ename} instead of its own AssertionError"
+    return ""
 
 
 def _verdict(reply, timeout: float) -> dict:
