@@ -32,7 +32,7 @@ from unittest import mock
 
 import torch
 
-from .simulated_queue import _no_gpu, presence_patches
+from .queue import _no_gpu, presence_patches
 
 __all__ = ["Block", "SimulatedMemory"]
 

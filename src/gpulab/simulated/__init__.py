@@ -1,0 +1,75 @@
+"""Simulated CUDA machines: the course's GPU code, run on the CPU.
+
+``GPULAB_SIMULATE=t4`` (or ``a100``, ``h100``, ``h200``, or ``4xh100`` for a node of four) in the
+environment makes every Python of the environment see that machine from its start (the hook is
+installed by ``make``; see :mod:`gpulab.simulated.hook`). In a running program,
+:func:`start` switches one on and :func:`stop` off; the grader's checks use
+:class:`SimulatedGPU`, which also keeps records of what crossed between host and device.
+
+What is simulated, faithfully where the course relies on it (each with a test naming its source):
+
+- the devices (:mod:`.machines`): ``torch.cuda`` and ``torch.accelerator`` answer as on the
+  hardware: count, names, capability, memory, SMs, L2, memory clock and bus width, threads per
+  SM; what depends on the capability is PyTorch's own answer to it (``is_bf16_supported``,
+  TF32, autocast);
+- the CUDA runtime PyTorch calls (:mod:`.runtime`): current device per thread, streams,
+  events, ``synchronize``, ``set_sync_debug_mode``, ``cudart().cudaMemGetInfo``;
+- tensors (:mod:`.tensors`): real values computed on the CPU on a device that says ``cuda:i``;
+  PyTorch's errors for mixed devices and ``.numpy()``; copies, pinned memory, ``non_blocking``;
+  autograd and optimizers; ``torch.save``/``torch.load`` with ``map_location``
+  (:mod:`.serialization`);
+- memory (:mod:`.allocator`): the caching allocator's blocks, segments, counters, snapshots and
+  history, ``empty_cache``, ``set_per_process_memory_fraction``, and ``torch.OutOfMemoryError``
+  with CUDA's message, raised before the host holds the values;
+- ``torch.distributed`` (:mod:`.distributed`): the ``nccl`` backend where each rank has its own
+  GPU, with NCCL's refusals, carried over gloo;
+- ``torch.profiler`` (:mod:`.profiler`) accepts ``ProfilerActivity.CUDA``;
+- for exercise checks: :class:`SimulatedGPU` (:mod:`.records`) records reads, copies and pins;
+  :class:`SimulatedMemory` (:mod:`.memory`) counts a tracker's blocks; :class:`SimulatedQueue`
+  (:mod:`.queue`) runs kernels on a simulated clock, for timers.
+
+What is not simulated, so that no run here is ever taken for a GPU's:
+
+- speed: kernels run at the CPU's pace, one after another; nothing is asynchronous (an event's
+  ``elapsed_time`` is host time between its records; a stream is always idle, so races between
+  streams cannot happen here and a missing ``synchronize`` goes unseen);
+- bandwidths of HBM, PCIe and NVLink; tensor cores; TF32's and reduced-precision reductions'
+  rounding (float32 matmuls are exact float32 here);
+- device rows in profiler traces (kernels, memcpy, ``cuda_runtime`` events): a trace holds CPU
+  events only;
+- cuDNN, cuBLAS and their workspaces (``torch.backends.cudnn.is_available()`` stays False),
+  CUDA graphs, ``torch.compile`` for CUDA (no Triton), custom CUDA kernels, IPC of CUDA tensors;
+- host memory: values are real, so a simulated card holds what this machine's RAM holds. Memory
+  is committed lazily (an allocation the CPU never writes costs nothing), so an 80 GiB card can
+  report, cap and refuse 80 GiB, and can hold what fits in the host's RAM;
+- several nodes; NCCL's algorithms (ring, tree) and its asynchronous error handling.
+
+Nothing simulated reaches a reader as a GPU result: ``gpulab bench`` refuses to write reference
+records while simulating, and device names printed by gpulab say "(simulated)".
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__all__ = ["Copy", "FACTORY_OPS", "Read", "SimulatedGPU", "SimulatedMemory", "SimulatedQueue", "aten_ops",
+           "is_simulating", "running", "start", "stop"]
+
+_LAZY = {"Copy": "records", "FACTORY_OPS": "records", "Read": "records", "SimulatedGPU": "records",
+         "aten_ops": "records", "SimulatedMemory": "memory", "SimulatedQueue": "queue",
+         "running": "install", "start": "install", "stop": "install"}
+
+
+def is_simulating() -> bool:
+    """Whether a simulated machine is switched on in this process (no torch import needed to ask)."""
+    import sys
+    install = sys.modules.get(f"{__name__}.install")
+    return install is not None and install.running() is not None
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    globals()[name] = value
+    return value

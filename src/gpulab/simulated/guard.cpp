@@ -1,0 +1,148 @@
+// The C++ side of a simulated CUDA machine, for a torch built without CUDA.
+//
+// PyTorch's C++ asks two registries about CUDA: the device guard (which device is current, how
+// many there are: used to pick a device for .to("cuda") and by the autograd engine) and the CUDA
+// hooks (whether CUDA is there at all, which memory is pinned: used by at::getAccelerator(), the
+// autograd engine's streams, pin_memory and is_pinned). A CPU build registers neither; this
+// library registers both. Streams and events are the Python side's business. It changes nothing
+// on a torch built with CUDA: there the real guard and hooks are registered, and stay.
+#include <ATen/detail/CUDAHooksInterface.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
+#include <atomic>
+#include <mutex>
+#include <unordered_set>
+
+namespace {
+std::atomic<int> device_count{0};
+thread_local c10::DeviceIndex current_index = 0;
+
+struct SimulatedCudaGuard final : public c10::impl::DeviceGuardImplInterface {
+  c10::DeviceType type() const override { return c10::DeviceType::CUDA; }
+  c10::Device exchangeDevice(c10::Device d) const override {
+    auto old = getDevice();
+    setDevice(d);
+    return old;
+  }
+  c10::Device getDevice() const override { return c10::Device(c10::DeviceType::CUDA, current_index); }
+  void setDevice(c10::Device d) const override {
+    TORCH_CHECK(d.index() < device_count.load(), "CUDA error: invalid device ordinal");
+    if (d.index() >= 0) current_index = d.index();
+  }
+  void uncheckedSetDevice(c10::Device d) const noexcept override {
+    if (d.index() >= 0) current_index = d.index();
+  }
+  c10::Stream getStream(c10::Device d) const override { return c10::Stream(c10::Stream::DEFAULT, d); }
+  c10::Stream getDefaultStream(c10::Device d) const override { return c10::Stream(c10::Stream::DEFAULT, d); }
+  c10::Stream exchangeStream(c10::Stream s) const override { return c10::Stream(c10::Stream::DEFAULT, s.device()); }
+  c10::DeviceIndex deviceCount() const noexcept override { return static_cast<c10::DeviceIndex>(device_count.load()); }
+  void record(void**, const c10::Stream&, const c10::DeviceIndex, const c10::EventFlag) const override {}
+  void block(void*, const c10::Stream&) const override {}
+  bool queryEvent(void*) const override { return true; }
+  void destroyEvent(void*, const c10::DeviceIndex) const noexcept override {}
+  bool queryStream(const c10::Stream&) const override { return true; }
+  void synchronizeStream(const c10::Stream&) const override {}
+  void synchronizeEvent(void*) const override {}
+  void synchronizeDevice(const c10::DeviceIndex) const override {}
+  void recordDataPtrOnStream(const c10::DataPtr&, const c10::Stream&) const override {}
+};
+
+SimulatedCudaGuard guard;
+
+// Pinned host memory: host memory from the CPU allocator whose pointers are remembered, so that
+// is_pinned() answers as for memory from cudaHostAlloc.
+std::mutex pinned_mutex;
+std::unordered_set<const void*> pinned;
+
+void delete_pinned(void* context) {
+  auto* inner = static_cast<c10::DataPtr*>(context);
+  {
+    std::lock_guard<std::mutex> lock(pinned_mutex);
+    pinned.erase(inner->get());
+  }
+  delete inner;
+}
+
+struct PinnedAllocator final : public c10::Allocator {
+  c10::DataPtr allocate(size_t nbytes) override {
+    auto* inner = new c10::DataPtr(c10::GetDefaultCPUAllocator()->allocate(nbytes));
+    void* data = inner->get();
+    {
+      std::lock_guard<std::mutex> lock(pinned_mutex);
+      pinned.insert(data);
+    }
+    return c10::DataPtr(data, inner, &delete_pinned, c10::Device(c10::DeviceType::CPU));
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+  void copy_data(void* dest, const void* src, std::size_t count) const override { default_copy_data(dest, src, count); }
+};
+
+PinnedAllocator pinned_allocator;
+
+struct SimulatedCudaHooks final : public at::CUDAHooksInterface {
+  SimulatedCudaHooks(at::CUDAHooksArgs) {}
+  void init() const override {}
+  bool hasCUDA() const override { return device_count.load() > 0; }
+  bool hasCUDART() const override { return device_count.load() > 0; }
+  bool isBuilt() const override { return true; }
+  bool isAvailable() const override { return device_count.load() > 0; }
+  bool hasPrimaryContext(c10::DeviceIndex index) const override { return index >= 0 && index < device_count.load(); }
+  c10::DeviceIndex deviceCount() const override { return static_cast<c10::DeviceIndex>(device_count.load()); }
+  int getNumGPUs() const override { return device_count.load(); }
+  c10::DeviceIndex current_device() const override { return current_index; }
+  c10::DeviceIndex getCurrentDevice() const override { return current_index; }
+  void setCurrentDevice(c10::DeviceIndex index) const override { guard.setDevice(c10::Device(c10::DeviceType::CUDA, index)); }
+  c10::DeviceIndex exchangeDevice(c10::DeviceIndex index) const override {
+    auto old = current_index;
+    setCurrentDevice(index);
+    return old;
+  }
+  c10::DeviceIndex maybeExchangeDevice(c10::DeviceIndex index) const override { return exchangeDevice(index); }
+  bool isPinnedPtr(const void* data) const override {
+    std::lock_guard<std::mutex> lock(pinned_mutex);
+    return pinned.count(data) > 0;
+  }
+  c10::Allocator* getPinnedMemoryAllocator() const override { return &pinned_allocator; }
+  const at::Generator& getDefaultGenerator(c10::DeviceIndex) const override { return at::detail::getDefaultCPUGenerator(); }
+  at::Generator getNewGenerator(c10::DeviceIndex) const override { return at::detail::createCPUGenerator(); }
+  void deviceSynchronize(c10::DeviceIndex) const override {}
+};
+}  // namespace
+
+SimulatedCudaHooks hooks{at::CUDAHooksArgs{}};
+void* original_hooks_vtable = nullptr;
+
+// PyTorch makes its CUDA hooks object once, at the first question about CUDA (during import torch),
+// and keeps it for the life of the process. Neither it nor our class has data besides the vtable
+// pointer, so the object is turned into ours by giving it our vtable; the first word of a
+// polymorphic object is its vtable pointer in the Itanium C++ ABI that gcc and clang follow.
+void** hooks_object() {
+  return reinterpret_cast<void**>(const_cast<at::CUDAHooksInterface*>(&at::detail::getCUDAHooks()));
+}
+void set_hooks(bool simulated) {
+  void** object = hooks_object();
+  void* ours = *reinterpret_cast<void**>(&hooks);
+  if (original_hooks_vtable == nullptr && *object != ours) original_hooks_vtable = *object;
+  *object = simulated ? ours : original_hooks_vtable;
+}
+static_assert(sizeof(SimulatedCudaHooks) == sizeof(at::CUDAHooksInterface), "the hooks must hold nothing but a vtable");
+
+extern "C" {
+// Sets the simulated device count and registers the guard; 0 when a real CUDA guard is there.
+int gpulab_install(int count) {
+  auto& slot = c10::impl::device_guard_impl_registry[static_cast<size_t>(c10::DeviceType::CUDA)];
+  const c10::impl::DeviceGuardImplInterface* registered = slot.load();
+  if (registered != nullptr && registered != &guard) return 0;  // a real CUDA build
+  if (at::detail::getCUDAHooks().isBuilt() && *hooks_object() != *reinterpret_cast<void**>(&hooks)) return 0;
+  device_count = count;
+  slot.store(&guard);
+  set_hooks(count > 0);
+  return 1;
+}
+// Whether PyTorch's CUDA hooks answer for the simulated machine.
+int gpulab_hooks_active() { return at::detail::getCUDAHooks().hasCUDA() ? 1 : 0; }
+int gpulab_get_device() { return current_index; }
+void gpulab_set_device(int index) { current_index = static_cast<c10::DeviceIndex>(index); }
+}

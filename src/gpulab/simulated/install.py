@@ -1,0 +1,121 @@
+"""Switching a simulated machine on in this process, and off again.
+
+:func:`start` works at two moments. From the start-up hook (``GPULAB_SIMULATE``), the CUDA
+bindings go onto ``torch._C`` as soon as it is loaded, before ``torch.cuda`` is imported, so
+``torch.cuda`` is built as on a CUDA build (its ``Stream`` derives from the simulated stream
+class); the rest follows once ``import torch`` has finished. From a running program (the
+grader's :class:`~gpulab.simulated.records.SimulatedGPU`), both happen at once, and the names
+``torch.cuda`` bound at import time are set again. :func:`stop` puts back what was there.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from . import machines, native, runtime
+
+__all__ = ["running", "start", "stop"]
+
+_saved: list[tuple[Any, str, Any]] = []   # (object, attribute, value before): what stop() puts back
+_MISSING = object()
+_library = None
+_kernels = None
+
+
+def running() -> "runtime.Machine | None":
+    """The simulated machine switched on in this process, or None."""
+    machine = runtime.machine()
+    return machine if machine is not None and machine.active else None
+
+
+def _set(target, name: str, value) -> None:
+    _saved.append((target, name, getattr(target, name, _MISSING)))
+    setattr(target, name, value)
+
+
+def refuse_on_cuda_build(torch_module) -> None:
+    if getattr(torch_module._C, "_has_cuda", False):
+        raise RuntimeError("this torch is built with CUDA: its GPUs are real, and a simulated machine would hide "
+                           "them (use a CPU build of torch to simulate)")
+
+
+def start_runtime(name: str, torch_module) -> "runtime.Machine":
+    """The first half: the machine and the CUDA bindings on ``torch._C`` (safe while torch is importing)."""
+    if running() is not None:
+        if running().name != name:
+            raise RuntimeError(f"a simulated {running().name} is already running in this process")
+        return running()
+    specs = machines.parse(name)
+    refuse_on_cuda_build(torch_module)
+    guard = native.load(torch_module)
+    guard.gpulab_install(len(specs))
+    node = runtime.Machine(name, specs, guard)
+    runtime._machine = node
+    node.active = True
+    for key, value in {**runtime.cuda_bindings(), **runtime.accelerator_bindings()}.items():
+        _set(torch_module._C, key, value)
+    return node
+
+
+def finish(torch_module) -> None:
+    """The second half, once ``import torch`` is done: tensors, pinning, files, torch.distributed."""
+    global _library, _kernels
+    import torch.cuda
+    from . import distributed, profiler, serialization, tensors
+    # Names torch.cuda bound when it was imported (all of them exist on a CUDA build from the start).
+    _set(torch.cuda, "_cudart", torch_module._C._cudart)
+    _set(torch.cuda, "_is_in_bad_fork", torch_module._C._cuda_isInBadFork)
+    _set(torch.cuda, "_initialized", False)
+    _set(torch.cuda, "_CudaDeviceProperties", torch_module._C._CudaDeviceProperties)
+    _set(torch.cuda, "_exchange_device", torch_module._C._cuda_exchangeDevice)
+    _set(torch.cuda, "_maybe_exchange_device", torch_module._C._cuda_maybeExchangeDevice)
+    if not issubclass(torch.cuda.Stream, torch_module._C._CudaStreamBase):
+        _reload_streams(torch_module)
+    if _library is None:
+        _library = torch_module.library.Library("_", "IMPL")
+        _kernels = torch_module.library.Library("aten", "IMPL")
+        _library.fallback(tensors._factory, "CUDA")
+        # Operations that reach the CUDA key with a simulated tensor (torch.tensor(..., device="cuda")
+        # copies with the Python key excluded) and have a composite kernel the fallback would not replace.
+        for name, impl in tensors.cuda_kernels().items():
+            _kernels.impl(name, impl, "CUDA")
+    serialization.install()
+    for target, name, value in distributed.patches() + profiler.patches():
+        _set(target, name, value)
+
+
+def _reload_streams(torch_module) -> None:
+    import importlib
+
+    import torch.cuda.streams
+    streams = importlib.reload(torch.cuda.streams)
+    for name in ("Stream", "Event", "ExternalStream"):
+        _set(torch.cuda, name, getattr(streams, name))
+
+
+def start(name: str) -> "runtime.Machine":
+    """Switch on the simulated machine ``name`` (``t4``, ``4xh100`` …) in this running process."""
+    import torch
+    node = start_runtime(name, torch)
+    finish(torch)
+    return node
+
+
+def stop() -> None:
+    """Switch the simulated machine off: ``torch.cuda`` says there is no GPU again.
+
+    Tensors already on a simulated GPU keep working; new ones cannot be made.
+    """
+    node = runtime.machine()
+    if node is None or not node.active:
+        return
+    node.active = False
+    node.guard.gpulab_install(0)
+    while _saved:
+        target, name, value = _saved.pop()
+        if value is _MISSING:
+            delattr(target, name)
+        else:
+            setattr(target, name, value)
