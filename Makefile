@@ -1,4 +1,5 @@
 # make lab      — set up .venv if needed and start JupyterLab on the lessons
+#                 (GPULAB_SIMULATE=t4 make lab: the same on a simulated T4; 4xh100 for a node of four H100s)
 # make test     — set up .venv if needed and run every test (also under Colab's ipywidgets 7.7.1)
 # make test-gpu — on a CUDA machine: every test with no CUDA test skipped, then reference records
 
@@ -23,11 +24,13 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10))' || { echo "gpulab needs Python 3.10 or newer"; exit 1; }
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install $(PIP_FLAGS) -c constraints.txt -e ".[dev]"
+	$(VENV)/bin/python -m gpulab.simulated.hook --install
 	@touch $@
 
 $(VENV_COLAB)/.installed: pyproject.toml constraints-colab.txt
 	@test -x $(VENV_COLAB)/bin/python || $(PYTHON) -m venv $(VENV_COLAB)
 	$(VENV_COLAB)/bin/python -m pip install $(PIP_FLAGS) -c constraints-colab.txt -e ".[test]"
+	$(VENV_COLAB)/bin/python -m gpulab.simulated.hook --install
 	@touch $@
 
 lab: $(VENV)/.installed

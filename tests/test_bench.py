@@ -544,3 +544,19 @@ def test_on_cuda_the_budget_really_limits_the_process_and_memory_comes_back(less
     assert torch.cuda.memory_allocated(device) == before
     big = torch.empty(768 * 2**20, dtype=torch.uint8, device=device)    # over the budget: the limit was lifted
     del big
+
+
+def test_on_a_simulated_machine_the_bench_draws_figures_and_records_nothing(tmp_path):
+    """A simulated GPU's timings are this CPU's: no reference record may come of them (issue: point 3)."""
+    write_lesson(tmp_path, "98_fake", SETUP + "import torch\nassert torch.cuda.is_available()\n",
+                 panel_cell("98_squares"))
+    done = subprocess.run([sys.executable, "-m", "gpulab", "bench", str(tmp_path / "out"), "--root", str(tmp_path)],
+                          env={**os.environ, "GPULAB_SIMULATE": "t4"}, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["98_squares.png"]
+    assert "simulated machine" in done.stdout and "no records" in done.stdout
+    from gpulab import simulated
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(simulated, "is_simulating", lambda: True)
+        with pytest.raises(bench.BenchError, match="simulated"):
+            bench.record_of(Panel(lambda progress: {}, {}, name="98_x"), "98_fake", "gpulab bench")

@@ -1,4 +1,4 @@
-"""gpulab.memory.TensorLedger, gpulab.simulated_memory and the snapshot figure."""
+"""gpulab.memory.TensorLedger, gpulab.simulated.SimulatedMemory and the snapshot figure."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from torch import nn
 
 from gpulab import figures, plots
 from gpulab.memory import TensorLedger
-from gpulab.simulated_memory import SimulatedMemory
+from gpulab.simulated import SimulatedMemory
 
 from conftest import requires_cuda
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import gpulab
-from gpulab.simulated_queue import SimulatedQueue
+from gpulab.simulated import SimulatedQueue
 
 
 def stopwatch(work, wait=None, wait_first=False):

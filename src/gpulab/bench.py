@@ -9,6 +9,9 @@ displays it. For each named panel that ran it then writes
   the date, the command, the settings and the panel's result), and
 - ``NAME.png``: the panel's plot.
 
+On a simulated machine (``GPULAB_SIMULATE``) it runs the panels and draws their plots, and writes
+no record: what a simulated GPU measures is this CPU's speed.
+
 The experiment code is therefore the lesson's own, never a second copy. Records made on a
 GPU and copied into ``src/gpulab/reference_results/`` ship with the package and are shown to
 readers beside their own results.
@@ -38,7 +41,7 @@ class Recorded:
 
     name: str
     lesson: str
-    json_path: Path
+    json_path: Path | None   # None on a simulated machine: no record
     png_path: Path | None
     elapsed_s: float
     summary: str
@@ -83,10 +86,17 @@ def _jsonable(value: Any, where: str) -> Any:
 
 
 def record_of(panel, lesson: str, command: str) -> dict[str, Any]:
-    """The JSON record of a panel's last run (see :func:`gpulab.reference.load`)."""
+    """The JSON record of a panel's last run (see :func:`gpulab.reference.load`).
+
+    Raises :class:`BenchError` on a simulated machine: its timings are the CPU's, never a GPU's record.
+    """
     import torch
 
-    from . import __version__, devices
+    from . import __version__, devices, simulated
+
+    if simulated.is_simulating():
+        raise BenchError(f"{panel.name}: this machine is simulated (GPULAB_SIMULATE): its results are not a GPU's, "
+                         "and no reference record is made of them")
 
     infos = devices.describe()
     best = str(devices.best_device())
@@ -194,9 +204,13 @@ def run_lesson(
 
 
 def _write(panel, lesson: str, out: Path, command: str, plots) -> Recorded:
-    record = record_of(panel, lesson, command)
-    json_path = out / f"{panel.name}.json"
-    json_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    from . import simulated
+
+    json_path = None
+    if not simulated.is_simulating():   # a simulated machine's panels draw their figures, and record nothing
+        record = record_of(panel, lesson, command)
+        json_path = out / f"{panel.name}.json"
+        json_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     png_path = None
     if panel.plot is not None:
         figure = plots.new_figure(panel.figsize)

@@ -138,11 +138,17 @@ def _bench(args: argparse.Namespace) -> int:
                 continue
         written += recorded
         for item in recorded:
-            line = f"  {item.name}: {item.elapsed_s:.1f} s → {item.json_path}"
-            if item.png_path is not None:
-                line += f", {item.png_path.name}"
+            where = [str(item.json_path)] if item.json_path is not None else []
+            where += [str(item.png_path) if item.json_path is None else item.png_path.name] if item.png_path else []
+            line = f"  {item.name}: {item.elapsed_s:.1f} s → {', '.join(where) or 'nothing written'}"
             print(line + (f"\n    {item.summary}" if item.summary else ""))
-    print(f"{len(written)} experiment(s) recorded in {out}" + (f"; {failed} lesson(s) failed" if failed else ""))
+    from . import simulated
+
+    if simulated.is_simulating():
+        print(f"{len(written)} experiment(s) ran on a simulated machine: figures in {out}, and no records "
+              "(a simulated GPU's timings are this CPU's)" + (f"; {failed} lesson(s) failed" if failed else ""))
+    else:
+        print(f"{len(written)} experiment(s) recorded in {out}" + (f"; {failed} lesson(s) failed" if failed else ""))
     return 1 if failed else 0
 
 

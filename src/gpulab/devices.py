@@ -272,9 +272,11 @@ def _cuda_info(i: int) -> DeviceInfo:
     # runs bf16 only by emulation, which is slower than fp32.
     ampere_or_newer = (props.major, props.minor) >= (8, 0)
     is_rocm = torch.version.hip is not None
+    from . import simulated
+
     return DeviceInfo(
         device=f"cuda:{i}",
-        name=props.name,
+        name=f"{props.name} (simulated)" if simulated.is_simulating() else props.name,
         type="cuda",
         total_memory_bytes=props.total_memory,
         compute_capability=getattr(props, "gcnArchName", None) if is_rocm else f"{props.major}.{props.minor}",

@@ -140,6 +140,13 @@ def _bwrap_args(scratch: Path, uid: int) -> list[str]:
                 args += ["--perms", "0755", "--dir", str(parent)]
                 made.add(str(parent))
         args += ["--ro-bind", path, path]
+    cache = _simulation_cache() if scratch != Path("/") else None
+    if cache is not None and not any(str(cache).startswith(m.rstrip("/") + "/") for m in mounts):
+        for parent in reversed(cache.parents):
+            if str(parent) not in made:
+                args += ["--perms", "0755", "--dir", str(parent)]
+                made.add(str(parent))
+        args += ["--ro-bind", str(cache), str(cache)]
     args += ["--ro-bind-try", "/sys", "/sys", "--proc", "/proc", "--dev", "/dev"]
     for device in sorted(Path("/dev").glob("nvidia*")):    # the GPUs, where there are
         args += ["--dev-bind", str(device), str(device)]
@@ -156,10 +163,25 @@ def _clean_env(threads: int = 1, home: str = INSIDE) -> dict[str, str]:
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", "HOME": home, "USER": "student",
            "LANG": "C.UTF-8", "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), "MPLBACKEND": "Agg",
            "PYTHONDONTWRITEBYTECODE": "1", "JUPYTER_PLATFORM_DIRS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
-    for name in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "TZ"):
+    for name in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "TZ", "GPULAB_SIMULATE"):
         if name in os.environ:
             env[name] = os.environ[name]
+    cache = _simulation_cache()
+    if cache is not None:
+        env["GPULAB_SIMULATION_CACHE"] = str(cache)
     return env
+
+
+@lru_cache(maxsize=1)
+def _simulation_cache() -> Path | None:
+    """The folder with the simulated GPUs' compiled library, built here if needed (kernels read it:
+    a check that runs code on a simulated GPU must not need a compiler inside the sandbox)."""
+    from .simulated import native
+    try:
+        library = native.build()
+    except (OSError, RuntimeError):
+        return None
+    return None if library is None else library.parent
 
 
 class Kernel:

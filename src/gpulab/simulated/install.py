@@ -49,8 +49,9 @@ def start_runtime(name: str, torch_module) -> "runtime.Machine":
         return running()
     specs = machines.parse(name)
     refuse_on_cuda_build(torch_module)
-    guard = native.load(torch_module)
+    guard = native.load()
     guard.gpulab_install(len(specs))
+    runtime._properties.cache_clear()
     node = runtime.Machine(name, specs, guard)
     runtime._machine = node
     node.active = True
@@ -68,6 +69,10 @@ def finish(torch_module) -> None:
     _set(torch.cuda, "_cudart", torch_module._C._cudart)
     _set(torch.cuda, "_is_in_bad_fork", torch_module._C._cuda_isInBadFork)
     _set(torch.cuda, "_initialized", False)
+    _set(torch.cuda, "_cached_device_count", None)   # torch caches the count once CUDA is initialised
+    checked = getattr(torch.cuda, "_check_bf16_tensor_supported", None)
+    if hasattr(checked, "cache_clear"):
+        checked.cache_clear()
     _set(torch.cuda, "_CudaDeviceProperties", torch_module._C._CudaDeviceProperties)
     _set(torch.cuda, "_exchange_device", torch_module._C._cuda_exchangeDevice)
     _set(torch.cuda, "_maybe_exchange_device", torch_module._C._cuda_maybeExchangeDevice)

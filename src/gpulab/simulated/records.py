@@ -1,36 +1,34 @@
-"""A CUDA GPU simulated on any machine, to see what code does with one.
+"""What crossed between host and GPU: the records exercise checks grade behaviour with.
 
-Exercise checks use it to grade behaviour rather than phrasing: how often a training loop reads
-values back to the host, whether a batch was made on the device or copied there, whether a
-copy's source was pinned — on a laptop as on a GPU machine, however the student wrote it::
+A check runs a student's code inside :class:`SimulatedGPU` and looks at what it did, however it
+was written: how often a training loop read values back to the host, whether a batch was made on
+the GPU or copied there, whether a copy's source was pinned::
 
     with SimulatedGPU() as gpu:
         run_and_log(50, "cuda")
     assert len(gpu.reads) == 1
 
-Inside the ``with`` block:
+On a machine without a GPU, the block runs on a simulated GPU (a T4 unless told otherwise, see
+:mod:`gpulab.simulated`): tensors on ``"cuda"`` hold real values computed on the CPU, so the
+code runs as it would on a GPU, and the machine is switched off again when the block ends. Where
+a GPU, or a simulated machine of ``GPULAB_SIMULATE``, is already there, the block records on it.
+The same check therefore grades the same way on a laptop, in the grader's sandbox and on a GPU.
 
-- tensors made for, or moved to, ``"cuda"`` (a name, a ``torch.device``, ``.cuda()``) live on
-  the meta device: shapes and dtypes, no memory, no values;
-- ``torch.cuda`` and ``torch.accelerator`` say this machine has one CUDA GPU;
-- every read of a GPU tensor's values on the host is recorded in :attr:`reads` and gives zeros:
-  ``.item()``, ``float()``, ``bool()``, ``.tolist()``, ``.cpu()``, ``.to("cpu")``, ``copy_`` into
-  a host tensor, ``torch.tensor([...])`` of GPU tensors, printing and formatting;
-- every host→GPU copy is recorded in :attr:`copies`, with whether its source was pinned and
-  whether it was ``non_blocking``;
-- host memory can be "pinned" (``pin_memory()``, ``pin_memory=True``): the tensor is recorded
-  in :attr:`pinned` and answers ``is_pinned()``, and no real page locking happens.
+Recorded while the block runs:
 
-Values computed on the simulated GPU are meaningless: check values with a real run, and use the
-simulation for what happens between host and device. ``.numpy()`` of a GPU tensor raises, as it
-does on a real GPU.
+- :attr:`reads`: every read of a GPU tensor's values on the host: ``.item()``, ``float()``,
+  ``bool()``, ``.tolist()``, ``.cpu()``, ``.to("cpu")``, ``copy_`` into a host tensor,
+  ``torch.tensor([...])`` of GPU tensors, printing and formatting; reading the host copy
+  afterwards is free;
+- :attr:`copies`: every host→GPU copy, with its size, whether its source was pinned and whether
+  it was ``non_blocking``;
+- :attr:`syncs`: calls of ``torch.cuda.synchronize`` and ``torch.accelerator.synchronize``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import weakref
 from typing import Any, Callable
 from unittest import mock
 
@@ -40,8 +38,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 __all__ = ["Copy", "FACTORY_OPS", "Read", "SimulatedGPU", "aten_ops"]
 
-GPU = torch.device("cuda", 0)
-META = torch.device("meta")
+if not torch.cuda.is_available():
+    # Before the answer under check runs its first backward (see native.prepare): a check imports this.
+    from . import native
+    native.prepare()
 
 # aten operators that make a new tensor from nothing: what a timed function should not call.
 FACTORY_OPS = frozenset({
@@ -69,26 +69,16 @@ class Copy:
     non_blocking: bool
 
 
-def _is_gpu_name(value: Any) -> bool:
-    if isinstance(value, torch.device):
-        return value.type == "cuda"
-    return isinstance(value, str) and value.split(":")[0] == "cuda"
-
-
 def _on_gpu(value: Any) -> bool:
-    return isinstance(value, torch.Tensor) and value.device.type == "meta"
+    return isinstance(value, torch.Tensor) and value.device.type == "cuda"
 
 
-def _zero_scalar(dtype: torch.dtype):
-    if dtype == torch.bool:
-        return False
-    if dtype.is_complex:
-        return 0j
-    return 0.0 if dtype.is_floating_point else 0
+def _on_host(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and value.device.type == "cpu"
 
 
-class _Reads(TorchDispatchMode):
-    """Turns every transfer of simulated-GPU values to the host into a recorded read of zeros."""
+class _Operations(TorchDispatchMode):
+    """Sees every operation below autograd: the reads and copies among them are recorded."""
 
     def __init__(self, gpu: "SimulatedGPU"):
         super().__init__()
@@ -96,152 +86,111 @@ class _Reads(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        name = func.overloadpacket.__name__
-        self.gpu.ops.append(name)
-        if name == "_local_scalar_dense" and _on_gpu(args[0]):
-            self.gpu._read("item", args[0])
-            return _zero_scalar(args[0].dtype)
-        if name == "_to_copy" and _on_gpu(args[0]) and kwargs.get("device") is not None \
-                and torch.device(kwargs["device"]).type == "cpu":
-            self.gpu._read("copy to host", args[0])
-            return torch.zeros(args[0].shape, dtype=kwargs.get("dtype") or args[0].dtype)
-        if name == "copy_" and _on_gpu(args[1]) and isinstance(args[0], torch.Tensor) and args[0].device.type == "cpu":
-            self.gpu._read("copy to host", args[1])
-            return args[0].zero_()
+        if not self.gpu._formatting:
+            self._record(func, args, kwargs)
         return func(*args, **kwargs)
 
+    def _record(self, func, args, kwargs) -> None:
+        name = func.overloadpacket.__name__
+        gpu = self.gpu
+        if name == "_local_scalar_dense" and _on_gpu(args[0]):
+            gpu._read("item", args[0])
+        elif name == "_to_copy" and kwargs.get("device") is not None:
+            target = torch.device(kwargs["device"])
+            if target.type == "cpu" and _on_gpu(args[0]):
+                gpu._read("copy to host", args[0])
+            elif target.type == "cuda" and _on_host(args[0]):
+                gpu._copy(args[0], kwargs.get("non_blocking", False))
+        elif name == "copy_" and len(args) > 1:
+            if _on_host(args[0]) and _on_gpu(args[1]):
+                gpu._read("copy to host", args[1])
+            elif _on_gpu(args[0]) and _on_host(args[1]):
+                gpu._copy(args[1], args[2] if len(args) > 2 else kwargs.get("non_blocking", False))
 
-class _Redirect(TorchFunctionMode):
-    """Sends tensors meant for the GPU to the meta device; records pinning, copies and printing."""
+
+class _Formatting(TorchFunctionMode):
+    """Printing a GPU tensor, and ``torch.tensor`` of GPU tensors: one read each, however many ops."""
 
     def __init__(self, gpu: "SimulatedGPU"):
         super().__init__()
         self.gpu = gpu
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = dict(kwargs or {})
+        kwargs = kwargs or {}
         gpu = self.gpu
-        if func is torch.device:  # naming a device is not making anything: "cuda" stays "cuda"
-            return func(*args, **kwargs)
         if func in (torch.Tensor.__repr__, torch.Tensor.__str__, torch.Tensor.__format__) and _on_gpu(args[0]):
             gpu._read("print", args[0])
-            host = torch.zeros(args[0].shape, dtype=args[0].dtype)
-            if func is torch.Tensor.__format__:
-                spec = args[1] if len(args) > 1 else ""
-                return format(host.item(), spec) if host.dim() == 0 else format(repr(host), spec)
-            return func(host)
-        if func is torch.Tensor.is_pinned:
-            return gpu.is_pinned(args[0])
-        if func is torch.Tensor.pin_memory:
-            return gpu._pin(args[0].clone())
+            return gpu._quietly(func, args, kwargs)
         if func is torch.tensor and _holds_gpu_tensors(args[0] if args else kwargs.get("data")):
-            data = args[0] if args else kwargs.pop("data")
-            return torch.tensor(_read_nested(gpu, data), *args[1:], **kwargs)
-        if func is torch.Tensor.cuda:
-            source = args[0]
-            func, args = torch.Tensor.to, (source, META)
-            kwargs = {"non_blocking": kwargs.get("non_blocking", False)}
-        pin = kwargs.pop("pin_memory", False) if "pin_memory" in kwargs else False
-        if "device" in kwargs and _is_gpu_name(kwargs["device"]):
-            kwargs["device"] = META
-        args = tuple(META if _is_gpu_name(a) else a for a in args)
-        if func is torch.Tensor.to:
-            gpu._maybe_copy(args[0], _target_device(args[1:], kwargs), kwargs.get("non_blocking", False))
-        elif func is torch.Tensor.copy_ and len(args) > 1:
-            gpu._maybe_copy(args[1], args[0].device, args[2] if len(args) > 2 else kwargs.get("non_blocking", False))
-        result = func(*args, **kwargs)
-        if pin and isinstance(result, torch.Tensor):
-            gpu._pin(result)
-        return result
-
-
-def _target_device(args: tuple, kwargs: dict):
-    if "device" in kwargs:
-        return torch.device(kwargs["device"]) if kwargs["device"] is not None else None
-    for arg in args:
-        if isinstance(arg, torch.device):
-            return arg
-        if isinstance(arg, str):
-            return torch.device(arg)
-        if isinstance(arg, torch.Tensor):
-            return arg.device
-    return None
+            for tensor in _gpu_tensors(args[0] if args else kwargs.get("data")):
+                gpu._read("item", tensor)
+            return gpu._quietly(func, args, kwargs)
+        return func(*args, **kwargs)
 
 
 def _holds_gpu_tensors(data: Any) -> bool:
-    if isinstance(data, (list, tuple)):
-        return any(_holds_gpu_tensors(item) for item in data)
-    return _on_gpu(data)
+    return any(True for _ in _gpu_tensors(data))
 
 
-def _read_nested(gpu: "SimulatedGPU", data: Any):
+def _gpu_tensors(data: Any):
     if isinstance(data, (list, tuple)):
-        return [_read_nested(gpu, item) for item in data]
-    if _on_gpu(data):
-        gpu._read("item", data)
-        return torch.zeros(data.shape, dtype=data.dtype).tolist()
-    return data
+        for item in data:
+            yield from _gpu_tensors(item)
+    elif _on_gpu(data):
+        yield data
 
 
 class SimulatedGPU:
-    """A context manager that makes this machine look as if it had one CUDA GPU (see the module)."""
+    """A context manager that records what crosses between host and GPU (see the module).
 
-    def __init__(self):
+    ``machine`` names the simulated machine to run on where there is no GPU (``"t4"``, ``"2xh100"`` …).
+    """
+
+    def __init__(self, machine: str = "t4"):
+        self.machine = machine
         self.reads: list[Read] = []
         self.copies: list[Copy] = []
         self.syncs = 0
-        self.ops: list[str] = []
-        self._pinned: dict[int, weakref.ref] = {}
+        self._formatting = 0
         self._stack: contextlib.ExitStack | None = None
-
-    # -- what was seen
-
-    @property
-    def pinned(self) -> list[torch.Tensor]:
-        """The host tensors pinned inside the block that are still alive."""
-        return [t for t in (ref() for ref in self._pinned.values()) if t is not None]
-
-    def is_pinned(self, tensor: torch.Tensor) -> bool:
-        ref = self._pinned.get(id(tensor))
-        return ref is not None and ref() is tensor
 
     # -- recording
 
     def _read(self, how: str, tensor: torch.Tensor) -> None:
         self.reads.append(Read(how, tuple(tensor.shape)))
 
-    def _pin(self, tensor: torch.Tensor) -> torch.Tensor:
-        self._pinned[id(tensor)] = weakref.ref(tensor)
-        return tensor
+    def _copy(self, source: torch.Tensor, non_blocking: bool) -> None:
+        self.copies.append(Copy(tuple(source.shape), source.numel() * source.element_size(),
+                                bool(source.is_pinned()), bool(non_blocking)))
 
-    def _maybe_copy(self, source: Any, target: torch.device | None, non_blocking: bool) -> None:
-        if isinstance(source, torch.Tensor) and source.device.type == "cpu" and target is not None \
-                and target.type == "meta":
-            self.copies.append(Copy(tuple(source.shape), source.numel() * source.element_size(),
-                                    self.is_pinned(source), bool(non_blocking)))
+    def _quietly(self, func, args, kwargs):
+        self._formatting += 1
+        try:
+            return func(*args, **kwargs)
+        finally:
+            self._formatting -= 1
 
-    def _sync(self, *args, **kwargs) -> None:
-        self.syncs += 1
+    def _counting(self, synchronize: Callable) -> Callable:
+        def counted(*args, **kwargs):
+            self.syncs += 1
+            return synchronize(*args, **kwargs)
+        return counted
 
     # -- entering and leaving
 
     def __enter__(self) -> "SimulatedGPU":
+        from . import install
         stack = contextlib.ExitStack()
-        patches = {
-            torch.cuda: {"is_available": lambda: True, "device_count": lambda: 1, "current_device": lambda: 0,
-                         "synchronize": self._sync, "get_device_name": lambda *a, **k: "Simulated GPU",
-                         "is_bf16_supported": lambda *a, **k: True},
-        }
+        if not torch.cuda.is_available():
+            install.start(self.machine)
+            stack.callback(install.stop)
+        stack.enter_context(mock.patch.object(torch.cuda, "synchronize", self._counting(torch.cuda.synchronize)))
         accelerator = getattr(torch, "accelerator", None)
-        if accelerator is not None:
-            patches[accelerator] = {"is_available": lambda *a, **k: True, "device_count": lambda: 1,
-                                    "current_accelerator": lambda *a, **k: torch.device("cuda"),
-                                    "current_device_index": lambda: 0, "synchronize": self._sync}
-        for target, names in patches.items():
-            for name, value in names.items():
-                stack.enter_context(mock.patch.object(target, name, value, create=True))
-        stack.enter_context(_Reads(self))
-        stack.enter_context(_Redirect(self))
+        if accelerator is not None and hasattr(accelerator, "synchronize"):
+            stack.enter_context(mock.patch.object(accelerator, "synchronize",
+                                                  self._counting(accelerator.synchronize)))
+        stack.enter_context(_Operations(self))
+        stack.enter_context(_Formatting(self))
         self._stack = stack
         return self
 
