@@ -17,6 +17,7 @@
 
 namespace {
 std::atomic<int> device_count{0};
+constexpr c10::DeviceIndex kEngineDevices = 16;   // the largest simulated node (machines.parse)
 thread_local c10::DeviceIndex current_index = 0;
 
 struct SimulatedCudaGuard final : public c10::impl::DeviceGuardImplInterface {
@@ -28,7 +29,17 @@ struct SimulatedCudaGuard final : public c10::impl::DeviceGuardImplInterface {
   }
   c10::Device getDevice() const override { return c10::Device(c10::DeviceType::CUDA, current_index); }
   void setDevice(c10::Device d) const override {
-    TORCH_CHECK(d.index() < device_count.load(), "CUDA error: invalid device ordinal");
+    // As C10_CUDA_CHECK(cudaSetDevice) fails (c10/cuda/CUDAException.cpp): torch.AcceleratorError, with
+    // the same message as gpulab.simulated.runtime.cuda_error (cudaErrorInvalidDevice is 101). Only past
+    // kEngineDevices: the autograd engine sets each of its device threads' device (see deviceCount), and
+    // the Python side checks the ordinals a program asks for against the machine's real count.
+    if (d.index() >= kEngineDevices) {
+      throw c10::AcceleratorError(
+          {__func__, __FILE__, static_cast<uint32_t>(__LINE__)}, 101,
+          "CUDA error: invalid device ordinal\nGPU device may be out of range, do you have enough GPUs?\n"
+          "For more detailed error information, run with CUDA_LOG_FILE=stderr\n"
+          "Device-side assertion tracking was not enabled by user.");
+    }
     if (d.index() >= 0) current_index = d.index();
   }
   void uncheckedSetDevice(c10::Device d) const noexcept override {
@@ -37,7 +48,10 @@ struct SimulatedCudaGuard final : public c10::impl::DeviceGuardImplInterface {
   c10::Stream getStream(c10::Device d) const override { return c10::Stream(c10::Stream::DEFAULT, d); }
   c10::Stream getDefaultStream(c10::Device d) const override { return c10::Stream(c10::Stream::DEFAULT, d); }
   c10::Stream exchangeStream(c10::Stream s) const override { return c10::Stream(c10::Stream::DEFAULT, s.device()); }
-  c10::DeviceIndex deviceCount() const noexcept override { return static_cast<c10::DeviceIndex>(device_count.load()); }
+  // The autograd engine sizes its per-device queues once per process, from this count, at its first
+  // backward (torch/csrc/autograd/engine.cpp, start_device_threads); a machine switched on later, by a
+  // check's SimulatedGPU after a CPU backward, must still find a queue for each of its GPUs.
+  c10::DeviceIndex deviceCount() const noexcept override { return kEngineDevices; }
   void record(void**, const c10::Stream&, const c10::DeviceIndex, const c10::EventFlag) const override {}
   void block(void*, const c10::Stream&) const override {}
   bool queryEvent(void*) const override { return true; }
@@ -139,6 +153,15 @@ int gpulab_install(int count) {
   device_count = count;
   slot.store(&guard);
   set_hooks(count > 0);
+  return 1;
+}
+// Registers the guard with no GPU yet (torch.cuda still says there is none), so that the autograd
+// engine, if it starts now, makes room for a machine switched on later. 0 on a real CUDA build.
+int gpulab_prepare() {
+  auto& slot = c10::impl::device_guard_impl_registry[static_cast<size_t>(c10::DeviceType::CUDA)];
+  const c10::impl::DeviceGuardImplInterface* registered = slot.load();
+  if (registered != nullptr && registered != &guard) return 0;
+  slot.store(&guard);
   return 1;
 }
 // Whether PyTorch's CUDA hooks answer for the simulated machine.

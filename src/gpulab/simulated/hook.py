@@ -60,7 +60,10 @@ class _TorchFinder(importlib.abc.MetaPathFinder):
 
     def _after_c(self, module) -> None:
         from . import install
-        install.start_runtime(self.name, sys.modules["torch"])
+        torch = sys.modules["torch"]
+        if not hasattr(torch, "_C"):
+            torch._C = module   # the import system binds it on the package only once this returns
+        install.start_runtime(self.name, torch)
 
     def _after_torch(self, module) -> None:
         if self in sys.meta_path:

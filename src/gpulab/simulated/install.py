@@ -50,7 +50,6 @@ def start_runtime(name: str, torch_module) -> "runtime.Machine":
     specs = machines.parse(name)
     refuse_on_cuda_build(torch_module)
     guard = native.load()
-    guard.gpulab_install(len(specs))
     runtime._properties.cache_clear()
     node = runtime.Machine(name, specs, guard)
     runtime._machine = node

@@ -59,10 +59,13 @@ GPUS: dict[str, GPUSpec] = {spec.key: spec for spec in (
             48 * 1024, 227 * 1024, 228 * 1024, 65536, 500 * MiB, "PCIe 5.0 x16; NVLink 4 (900 GB/s)",
             "NVIDIA H100 data sheet (SXM5 80GB): 3.35 TB/s HBM3, 132 SMs, 50 MB L2; "
             "CUDA C Programming Guide, compute capability 9.0: 2048 threads and 228 KB shared memory per SM"),
-    GPUSpec("h200", "NVIDIA H200", 9, 0, 143_071 * MiB, 132, 50 * MiB, 3_750_000, 5120, 1_980_000, 2048,
+    # Six HBM3e stacks of 1024 bits (the H100 SXM has five stacks active: 5120 bits); the memory clock is
+    # the one that gives the data sheet's 4.8 TB/s over 6144 bits (a 5120-bit bus at 3.75 GHz gave the
+    # right bandwidth with the wrong width).
+    GPUSpec("h200", "NVIDIA H200", 9, 0, 143_071 * MiB, 132, 50 * MiB, 3_125_000, 6144, 1_980_000, 2048,
             48 * 1024, 227 * 1024, 228 * 1024, 65536, 500 * MiB, "PCIe 5.0 x16; NVLink 4 (900 GB/s)",
-            "NVIDIA H200 data sheet (SXM 141GB): 4.8 TB/s HBM3e, 132 SMs (Hopper GH100), 50 MB L2; "
-            "compute capability 9.0 as the H100"),
+            "NVIDIA H200 data sheet (SXM 141GB): 4.8 TB/s HBM3e (six 1024-bit stacks), 132 SMs (Hopper GH100), "
+            "50 MB L2; compute capability 9.0 as the H100"),
 )}
 
 _NAME = re.compile(r"^(?:(\d+)x)?([a-z0-9]+)$")

@@ -19,6 +19,7 @@ import functools
 import inspect
 import os
 import pathlib
+import re
 import threading
 import time
 import warnings
@@ -46,10 +47,10 @@ class Machine:
 
     def __init__(self, name: str, specs: list[GPUSpec], guard):
         self.name = name
-        self.specs = specs
+        self.specs = specs = visible_devices(specs)
         self.guard = guard
+        guard.gpulab_install(len(specs))   # the C++ side counts only the GPUs CUDA_VISIBLE_DEVICES shows
         self.allocators = [DeviceAllocator(i, spec.total_memory, spec.context_bytes) for i, spec in enumerate(specs)]
-        self.observers: list[Any] = []     # gpulab.simulated.records.SimulatedGPU blocks, while they watch
         self.sync_debug_mode = 0           # torch.cuda.set_sync_debug_mode: 0 off, 1 warn, 2 error
         self.init_pid: int | None = None   # the process that initialised CUDA (a fork of it may not use it)
         self.streams = _Streams(len(specs))
@@ -72,16 +73,14 @@ class Machine:
         if index is None or index < 0:
             return self.current_device()
         if index >= self.device_count:
-            raise torch.AcceleratorError("CUDA error: invalid device ordinal\nCUDA kernel errors might be "
-                                         "asynchronously reported at some other API call, so the stacktrace below "
-                                         "might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1")
+            raise cuda_error("invalid device ordinal", "cudaErrorInvalidDevice")
         return int(index)
 
-    # -- what observers (the grader's records) and sync_debug_mode see
+    # -- what set_sync_debug_mode sees
 
     @contextlib.contextmanager
     def quiet(self):
-        """Inside: nothing is told to observers or sync_debug_mode (gpulab's own reads, as printing)."""
+        """Inside: no operation counts as synchronising (gpulab's own reads, as printing's many small ones)."""
         before = getattr(self._local, "quiet", False)
         self._local.quiet = True
         try:
@@ -89,21 +88,55 @@ class Machine:
         finally:
             self._local.quiet = before
 
-    def notify(self, event: str, *args) -> None:
-        if getattr(self._local, "quiet", False):
-            return
-        for observer in list(self.observers):
-            getattr(observer, f"_on_{event}")(*args)
-
     def synchronizing(self, what: str) -> None:
         """An operation that makes the host wait for the GPU, as ``c10::cuda::warn_or_error_on_sync`` sees it."""
         if getattr(self._local, "quiet", False):
             return
-        self.notify("sync", what)
         if self.sync_debug_mode == 2:
             raise RuntimeError("called a synchronizing CUDA operation")
         if self.sync_debug_mode == 1:
             warnings.warn("called a synchronizing CUDA operation", UserWarning, stacklevel=4)
+
+
+def visible_devices(specs: list[GPUSpec]) -> list[GPUSpec]:
+    """The GPUs of the node that ``CUDA_VISIBLE_DEVICES`` lets this process see, renumbered from 0.
+
+    As the CUDA driver reads it (CUDA C Programming Guide, "CUDA Environment Variables"; PyTorch
+    models it in torch/cuda/__init__.py ``_parse_visible_devices``): a comma-separated list of
+    ordinals, each read as strtoul reads it; the list ends at the first entry that is not a valid
+    ordinal of this node; a repeated ordinal hides every GPU; an empty value hides them all.
+    GPU-/MIG- UUIDs are not simulated: such an entry ends the list.
+    """
+    value = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if value is None:
+        return list(specs)
+    chosen: list[int] = []
+    for entry in value.split(","):
+        match = re.match(r"\s*\+?(\d+)", entry)
+        if match is None or int(match.group(1)) >= len(specs):
+            break
+        if int(match.group(1)) in chosen:
+            return []
+        chosen.append(int(match.group(1)))
+    return [specs[i] for i in chosen]
+
+
+def cuda_error(text: str, name: str) -> "torch.AcceleratorError":
+    """The error ``C10_CUDA_CHECK`` raises for a failed CUDA call (what cudaGetErrorString says is ``text``).
+
+    c10/cuda/CUDAException.cpp ``c10_cuda_check_implementation``: "CUDA error: " + the error string +
+    ``get_cuda_error_help`` + ``get_cuda_async_error_suffix`` + a newline + the device-side assertion
+    note (c10/cuda/CUDAMiscFunctions.cpp; the declarations are in torch/include/c10/cuda/
+    CUDAMiscFunctions.h, and a CUDA build defines TORCH_USE_CUDA_DSA: CUDADeviceAssertionHost.h).
+    """
+    if name == "cudaErrorInvalidDevice":
+        help_text = "\nGPU device may be out of range, do you have enough GPUs?"
+    else:
+        help_text = (f"\nSearch for `{name}' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"
+                     " for more information.")
+    suffix = "\nFor more detailed error information, run with CUDA_LOG_FILE=stderr"
+    return torch.AcceleratorError(f"CUDA error: {text}{help_text}{suffix}\n"
+                                  "Device-side assertion tracking was not enabled by user.")
 
 
 class _Streams:
@@ -378,6 +411,8 @@ def _index(device) -> int:
 
 def _cuda_init() -> None:
     node = _machine
+    if node.device_count == 0:   # c10/cuda/CUDAFunctions.cpp, device_count_ensure_non_zero
+        raise RuntimeError("No CUDA GPUs are available")
     node.init_pid = os.getpid()
     import torch.cuda
     # THCPModule_initExtension sets these on torch.cuda: one generator per device, and the properties reader.
@@ -464,6 +499,13 @@ def _exchange(device) -> int:
     return previous
 
 
+def _not_simulated(name: str, what: str) -> type:
+    """A class in the place of a binding for what is not simulated: making one raises."""
+    def refuse(*args, **kwargs):
+        raise RuntimeError(f"{what} are not simulated on a simulated GPU ({name})")
+    return type(name, (object,), {"__new__": refuse, "__init__": refuse})
+
+
 def cuda_bindings() -> dict[str, Any]:
     """``{name: object}`` to set on ``torch._C``: the functions and classes a CUDA build has there."""
     node = _machine
@@ -477,7 +519,7 @@ def cuda_bindings() -> dict[str, Any]:
         "_cuda_maybeExchangeDevice": _exchange,
         "_cuda_getArchFlags": lambda: "sm_75 sm_80 sm_86 sm_90 sm_100 sm_120",
         "_cuda_getCompiledVersion": lambda: 12080,
-        "_cuda_synchronize": lambda: node.notify("sync", "device synchronize"),
+        "_cuda_synchronize": lambda: None,   # everything queued has run already
         "_cuda_ipc_collect": lambda: None,
         "_cuda_sleep": lambda cycles: None,
         "_cuda_canDeviceAccessPeer": lambda device, peer_device: _index(device) != _index(peer_device),
@@ -516,6 +558,11 @@ def cuda_bindings() -> dict[str, Any]:
     bindings["_cudart"] = _CudaRT
     bindings["_cuda_getDeviceProperties"] = _get_device_properties
     bindings["_has_cuda"] = True   # torch.backends.cuda.is_built(): a CUDA build
+    # torch/cuda/graphs.py imports these from torch._C, and defines stand-ins for them only where
+    # _CudaStreamBase is missing: without them `import torch.cuda` fails under the start-up hook.
+    # CUDA graphs are not simulated: making one raises.
+    bindings["_CUDAGraph"] = _not_simulated("_CUDAGraph", "CUDA graphs")
+    bindings["_graph_pool_handle"] = _not_simulated("_graph_pool_handle", "CUDA graphs")
     return bindings
 
 
@@ -527,8 +574,15 @@ def accelerator_bindings() -> dict[str, Any]:
         import torch.cuda
         return torch.cuda.current_stream(_index(device_index))
 
-    def set_stream(stream):
-        _set_stream(stream.stream_id, stream.device_index, stream.device_type)
+    def set_stream(Stream):   # the stub's name for it (torch/_C/__init__.pyi)
+        _set_stream(Stream.stream_id, Stream.device_index, Stream.device_type)
+
+    # The stubs name these parameters device_index (torch/_C/__init__.pyi): the binding passes them by that name.
+    def exchange(device_index):
+        return _exchange(device_index)
+
+    def device_stats(device_index):
+        return _memory_stats(device_index)
 
     def capability(device_index):
         props = _properties(_index(device_index))
@@ -542,16 +596,16 @@ def accelerator_bindings() -> dict[str, Any]:
         "_accelerator_getAccelerator": lambda: torch.device("cuda"),
         "_accelerator_getDeviceIndex": node.current_device,
         "_accelerator_setDeviceIndex": lambda device_index: node.set_current_device(_index(device_index)),
-        "_accelerator_exchangeDevice": _exchange,
-        "_accelerator_maybeExchangeDevice": _exchange,
+        "_accelerator_exchangeDevice": exchange,
+        "_accelerator_maybeExchangeDevice": exchange,
         "_accelerator_getDeviceCapability": capability,
         "_accelerator_getStream": get_stream,
         "_accelerator_setStream": set_stream,
-        "_accelerator_synchronizeDevice": lambda device_index: node.notify("sync", "device synchronize"),
+        "_accelerator_synchronizeDevice": lambda device_index: None,
         "_accelerator_isAllocatorInitialized": lambda: True,
         "_accelerator_emptyCache": _empty_cache,
         "_accelerator_emptyHostCache": lambda: None,
-        "_accelerator_getDeviceStats": _memory_stats,
+        "_accelerator_getDeviceStats": device_stats,
         "_accelerator_resetAccumulatedStats":
             lambda device_index: node.allocators[_index(device_index)].reset_accumulated_stats(),
         "_accelerator_resetPeakStats": lambda device_index: node.allocators[_index(device_index)].reset_peak_stats(),
@@ -559,8 +613,8 @@ def accelerator_bindings() -> dict[str, Any]:
         "_accelerator_hooks_device_count": lambda: node.device_count,
         "_accelerator_hooks_get_current_device": node.current_device,
         "_accelerator_hooks_set_current_device": lambda device_index: node.set_current_device(device_index),
-        "_accelerator_hooks_exchange_device": _exchange,
-        "_accelerator_hooks_maybe_exchange_device": _exchange,
+        "_accelerator_hooks_exchange_device": exchange,
+        "_accelerator_hooks_maybe_exchange_device": exchange,
         "_get_accelerator": lambda check=False: torch.device("cuda"),
     }
     return {name: _bind(name, impl) for name, impl in functions.items() if hasattr(torch._C, name) or

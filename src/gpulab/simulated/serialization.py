@@ -21,7 +21,7 @@ from . import tensors
 
 __all__ = ["install", "reduce_tensor"]
 
-PRIORITY = 15   # after the CPU's tagger (10), before CUDA's (20)
+PRIORITY = 9   # before the CPU's tagger (10), which would call our host memory "cpu"
 _installed = False
 _original_rebuild = None
 
@@ -47,8 +47,9 @@ def _tag(storage) -> str | None:
 def _restore(storage, location: str):
     if not location.startswith("cuda") or tensors.runtime.machine() is None:
         return None
-    validate = getattr(torch.serialization, "_validate_device", None)
-    index = validate(location, "cuda") if validate is not None else torch.serialization.validate_cuda_device(location)
+    validate = getattr(torch.serialization, "_validate_device", None)   # the real check and message
+    device = validate(location, "cuda") if validate is not None else torch.serialization.validate_cuda_device(location)
+    index = device.index if isinstance(device, torch.device) else device
     storage = getattr(storage, "_untyped_storage", storage)
     storage._gpulab_device = int(index)
     return storage

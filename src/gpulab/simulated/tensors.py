@@ -12,7 +12,7 @@ values. Every operation on it reaches :meth:`CudaTensor.__torch_dispatch__` belo
   values where their size is known first (factories, large operands), and given back when the
   last tensor using it dies; an allocation that does not fit raises ``torch.OutOfMemoryError``;
 - copies between host and device, reads of values on the host and synchronising operations are
-  told to the machine's observers (the grader's records) and to ``set_sync_debug_mode``.
+  told to ``set_sync_debug_mode`` (the grader's records see them with a dispatch mode of their own).
 
 Tensors made for a GPU with no GPU operand (``torch.zeros(3, device="cuda")``) reach the CUDA
 dispatch key, where :func:`_factory` is registered as the fallback: the same path as on a CUDA
@@ -23,6 +23,9 @@ build, so it works in every thread. Pinned host memory is ordinary host memory t
 from __future__ import annotations
 
 import functools
+import importlib
+import mmap
+import sys
 import threading
 import weakref
 from typing import Any
@@ -37,6 +40,10 @@ __all__ = ["CudaTensor", "is_simulated"]
 aten = torch.ops.aten
 CPU = torch.device("cpu")
 PRECHECK_BYTES = 16 * 2**20   # operands at least this large: the result's size is found on meta first
+# (Always finding it costs ~0.35 ms an operation, more than the operation itself here. Below this, a result
+# far larger than its operands, as torch.outer of two vectors, is computed before the allocator is asked;
+# where the host cannot hold it at all, _refused_by_host still gives CUDA's OutOfMemoryError.)
+LAZY_BYTES = 16 * 2**20       # torch.empty at least this large: host pages are committed when first written
 
 
 class Block:
@@ -47,6 +54,7 @@ class Block:
     def __init__(self, allocator, nbytes: int):
         self.allocator = allocator
         self.nbytes = nbytes
+        self.allocation = None
         self.allocation = allocator.malloc(nbytes)
 
     @property
@@ -117,9 +125,11 @@ class CudaTensor(torch.Tensor):
     @staticmethod
     def __new__(cls, inner: torch.Tensor, device: torch.device, block: Block | None = None,
                 requires_grad: bool = False):
+        # storage_size: a view's untyped_storage() is its base's whole storage, as on a GPU
         wrapper = torch.Tensor._make_wrapper_subclass(
             cls, inner.size(), strides=inner.stride(), storage_offset=inner.storage_offset(), dtype=inner.dtype,
-            layout=inner.layout, device=device, requires_grad=requires_grad)
+            layout=inner.layout, device=device, requires_grad=requires_grad,
+            storage_size=inner.untyped_storage().nbytes())
         wrapper._inner = inner
         wrapper._block = _block_for(inner, device.index, block)
         return wrapper
@@ -139,7 +149,7 @@ class CudaTensor(torch.Tensor):
     def __repr__(self, *, tensor_contents=None):
         # One read of the values, as printing a GPU tensor is; the reads inside the formatting are not told.
         node = runtime.machine()
-        node.notify("read", "print", self)
+        node.synchronizing("print")
         with node.quiet():
             text = super().__repr__(tensor_contents=tensor_contents)
         # torch/_tensor_str.py names a subclass by its class; a CUDA tensor prints as "tensor(".
@@ -162,16 +172,14 @@ class CudaTensor(torch.Tensor):
     def __format__(self, format_spec):
         if self.dim() == 0:   # as torch.Tensor.__format__ does for a plain tensor
             node = runtime.machine()
-            node.notify("read", "print", self)
+            node.synchronizing("print")
             with node.quiet():
                 return self.item().__format__(format_spec)
         return object.__format__(self, format_spec)
 
     def tolist(self):
-        node = runtime.machine()
-        node.notify("read", "tolist", self)
-        node.synchronizing("tolist")
-        return self._inner.tolist()
+        # As on CUDA (torch/csrc/utils/tensor_list.cpp): a copy to the host, then its values.
+        return self.to("cpu").tolist()
 
     def __deepcopy__(self, memo):
         if id(self) in memo:
@@ -193,6 +201,15 @@ class CudaTensor(torch.Tensor):
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
         return _dispatch(func, args, kwargs or {})
+
+
+# torch/optim/optimizer.py (_default_to_fused_or_foreach) and torch/utils/_foreach_utils.py
+# (_has_foreach_support) take the foreach kernels only for tensors whose type is in these lists: on a
+# real GPU, optimizers and clip_grad_norm_ use them by default, so a simulated GPU's tensors must too.
+for _module in ("torch.optim.optimizer", "torch.utils._foreach_utils"):
+    _types = importlib.import_module(_module)._foreach_supported_types
+    if CudaTensor not in _types:
+        _types.append(CudaTensor)
 
 
 def is_simulated(value: Any) -> bool:
@@ -272,18 +289,103 @@ def _meta(value):
     return value
 
 
+def _meta_result(func, args, kwargs):
+    """The operation's new tensors on the meta device (shapes, strides, dtypes), or None where it has none.
+
+    Results that share an operand's storage (views, in-place operations) are left out: they take no
+    new memory, on a GPU as here.
+    """
+    meta_args, meta_kwargs = tree_map(_meta, args), tree_map(_meta, kwargs)
+    operands = {t.untyped_storage()._cdata for t in tree_flatten((meta_args, meta_kwargs))[0]
+                if isinstance(t, torch.Tensor)}
+    try:
+        out = func(*meta_args, **meta_kwargs)
+    except Exception:   # no meta kernel, or a data-dependent size: find out after the CPU ran it
+        return None
+    return [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor) and t.untyped_storage()._cdata not in operands]
+
+
 def _result_bytes(func, args, kwargs) -> int:
     """The bytes the operation's new tensors will take, found by running it on the meta device."""
-    try:
-        out = func(*tree_map(_meta, args), **tree_map(_meta, kwargs))
-    except Exception:   # no meta kernel, or a data-dependent size: find out after the CPU ran it
-        return 0
-    leaves, _ = tree_flatten(out)
-    return sum(t.numel() * t.element_size() for t in leaves if isinstance(t, torch.Tensor))
+    return sum(t.untyped_storage().nbytes() for t in _meta_result(func, args, kwargs) or ())
+
+
+def _host_too_small(error: Exception) -> bool:
+    # c10/core/impl/alloc_cpu.cpp, alloc_cpu: the host refused the memory for the values
+    return isinstance(error, RuntimeError) and "DefaultCPUAllocator: can't allocate memory" in str(error)
+
+
+def _refused_by_host(func, args, kwargs, index: int, error: Exception):
+    """The CPU could not hold a result meant for GPU ``index``: CUDA's OutOfMemoryError where the card
+    could not hold it either (an output much larger than its operands, which are not checked first);
+    otherwise this machine's RAM is what is missing, and the error says so."""
+    needed = _result_bytes(func, args, kwargs)
+    if needed:
+        block = _allocate(index, needed)   # raises torch.OutOfMemoryError, as the card would
+        del block
+    _host_error(index, needed, error)
+
+
+def _host_error(index: int, needed: int, error: Exception):
+    raise RuntimeError(f"the simulated GPU cuda:{index} holds its values in this machine's memory, which cannot "
+                       f"hold the {needed} bytes this operation makes (the GPU has room for them)") from error
+
+
+def _lazy_host(meta: torch.Tensor) -> torch.Tensor:
+    """Uninitialised host memory shaped as ``meta``, committed page by page when first written.
+
+    ``torch.empty`` on a real GPU takes device memory and touches none of it. On the host, one large
+    malloc is refused outright beyond RAM + swap (Linux's default overcommit heuristic), so an
+    80 GiB card could not hold a 60 GiB ``torch.empty`` on a smaller machine: an anonymous mapping
+    with MAP_NORESERVE is not counted against that limit, and costs nothing until it is written.
+    """
+    nbytes = meta.untyped_storage().nbytes()
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_NORESERVE", _MAP_NORESERVE)
+    pages = torch.frombuffer(mmap.mmap(-1, nbytes, flags=flags), dtype=torch.uint8)   # keeps the mapping alive
+    return torch.empty(0, dtype=meta.dtype).set_(pages.untyped_storage(), meta.storage_offset(), meta.size(),
+                                                 meta.stride())
+
+
+# Python's mmap module names MAP_NORESERVE from 3.13 on; Linux's value (asm-generic/mman-common.h) before.
+_MAP_NORESERVE = 0x4000 if sys.platform.startswith("linux") else 0
+_LAZY_FACTORIES = {aten.empty.memory_format, aten.empty_strided.default}
+_FLOAT8_MATMULS = {aten._scaled_mm.default, aten._scaled_mm.out}
+if hasattr(aten, "_scaled_mm_v2"):
+    _FLOAT8_MATMULS |= set(getattr(aten._scaled_mm_v2, name) for name in aten._scaled_mm_v2.overloads())
+
+
+def _check_float8_matmul(node, func, index: int) -> None:
+    # aten/src/ATen/native/cuda/ScaledBlas.cpp, _scaled_mm_out_cuda (and _v2): _scaled_mm_allowed_device
+    # is major >= 9 or (8, 9); the CPU would compute it for any card. The v2 check is NOT_IMPLEMENTED.
+    spec = node.specs[index]
+    if spec.major >= 9 or (spec.major, spec.minor) == (8, 9):
+        return
+    error = RuntimeError if func in (aten._scaled_mm.default, aten._scaled_mm.out) else NotImplementedError
+    raise error("torch._scaled_mm is only supported on CUDA devices with compute capability >= 9.0 or 8.9, "
+                "or ROCm MI300+")
+
+
+def _check_not_forked(node) -> None:
+    # A CUDA context does not survive fork(): in a child of the process that initialised CUDA, a
+    # kernel or copy on an inherited GPU tensor fails with cudaErrorInitializationError.
+    if runtime._in_bad_fork():
+        raise runtime.cuda_error("initialization error", "cudaErrorInitializationError")
+
+
+def _lazy_init_in_child() -> None:
+    """What torch::utils::device_lazy_init does for a new GPU tensor in a forked child.
+
+    torch/csrc/cuda/Module.cpp's fork handler marks CUDA as needing initialisation again in the child,
+    so the next tensor made for a GPU calls torch.cuda._lazy_init, which refuses in a bad fork
+    ("Cannot re-initialize CUDA in forked subprocess"). A CPU build has no such handler.
+    """
+    if runtime._in_bad_fork():
+        torch.cuda._lazy_init()
 
 
 def _dispatch(func, args, kwargs):
     node = runtime.machine()
+    _check_not_forked(node)
     special = _SPECIAL.get(func)
     if special is not None:
         return special(node, *args, **kwargs)
@@ -295,6 +397,8 @@ def _dispatch(func, args, kwargs):
         target = _common_device(func, flat)
         if isinstance(device, torch.device) and device.type == "cuda":
             target = torch.device("cuda", node.check_index(device.index if device.index is not None else -1))
+    if func in _FLOAT8_MATMULS and target.type == "cuda":
+        _check_float8_matmul(node, func, target.index)
     if func in _SYNCHRONISING or (func is aten.index.Tensor and _has_mask(args)):
         node.synchronizing(func.__name__)
     inner_args, inner_kwargs = tree_map(_unwrap, args), tree_map(_unwrap, kwargs)
@@ -305,7 +409,12 @@ def _dispatch(func, args, kwargs):
         needed = _result_bytes(func, args, kwargs)
         if needed:
             block = _allocate(target.index, needed)   # raises OutOfMemoryError before the CPU works
-    out = func(*inner_args, **inner_kwargs)
+    try:
+        out = func(*inner_args, **inner_kwargs)
+    except RuntimeError as error:
+        if target.type == "cuda" and block is None and _host_too_small(error):
+            _refused_by_host(func, args, kwargs, target.index, error)
+        raise
     return _rewrap(out, args, kwargs, inner_args, inner_kwargs, target, block)
 
 
@@ -320,7 +429,10 @@ def _rewrap(out, args, kwargs, inner_args, inner_kwargs, target, block=None):
         if not isinstance(value, torch.Tensor):
             return value
         if id(value) in originals:
-            return originals[id(value)]
+            original = originals[id(value)]
+            if isinstance(original, CudaTensor):
+                _follow_resize(original)
+            return original
         if target.type != "cuda":
             return value
         nonlocal block
@@ -328,6 +440,31 @@ def _rewrap(out, args, kwargs, inner_args, inner_kwargs, target, block=None):
         return _wrap(value, target, reserved)
 
     return tree_map(rewrap, out)
+
+
+_CPU_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.CPU)
+
+
+def _follow_resize(wrapper: CudaTensor) -> None:
+    """Give ``wrapper`` the shape of its values after an operation resized them in place.
+
+    Composite kernels make an empty result and fill it with an ``out=`` variant, which resizes it
+    (``torch.arange(6, device="cuda")``, ``torch.eye``, any ``out=``, ``resize_``): the values held in
+    ``_inner`` change shape, and a wrapper subclass's sizes do not follow by themselves. They are set
+    with the CPU kernel of ``set_`` on a data-less storage of the new size (no host memory), and the
+    storage's new size is taken from the simulated allocator, as a resize on a GPU takes a new block.
+    """
+    inner = wrapper._inner
+    if (wrapper.shape == inner.shape and wrapper.stride() == inner.stride()
+            and wrapper.storage_offset() == inner.storage_offset()):
+        return
+    with torch._C.DisableTorchFunctionSubclass():
+        sized = torch.Tensor._make_wrapper_subclass(CudaTensor, inner.size(), strides=inner.stride(),
+                                                    storage_offset=inner.storage_offset(), dtype=inner.dtype,
+                                                    device=wrapper.device, storage_size=inner.untyped_storage().nbytes())
+    aten.set_.source_Storage_storage_offset.redispatch(_CPU_KEYS, wrapper, sized.untyped_storage(),
+                                                       inner.storage_offset(), inner.size(), inner.stride())
+    wrapper._block = _block_for(inner, wrapper.device.index, wrapper._block)
 
 
 def _has_mask(args) -> bool:
@@ -344,7 +481,6 @@ def _to_copy(node, source, **kwargs):
     device = kwargs.get("device") or source.device
     inner_kwargs = dict(kwargs, device=CPU)
     if device.type == "cpu":
-        node.notify("read", "copy to host", source)
         if not kwargs.get("non_blocking"):
             node.synchronizing("copy to host")
         out = aten._to_copy.default(source._inner, **inner_kwargs)
@@ -364,12 +500,10 @@ def _copy_(node, target, source, non_blocking=False):
         target._inner.copy_(source._inner, non_blocking)
         return target
     if isinstance(target, CudaTensor):   # host to device
-        node.notify("copy", source, target, bool(non_blocking), source.is_pinned())
         if not non_blocking:
             node.synchronizing("copy to device")
         target._inner.copy_(source, non_blocking)
         return target
-    node.notify("read", "copy to host", source)   # device to host
     if not non_blocking:
         node.synchronizing("copy to host")
     target.copy_(source._inner, non_blocking)
@@ -377,7 +511,6 @@ def _copy_(node, target, source, non_blocking=False):
 
 
 def _item(node, source):
-    node.notify("read", "item", source)
     node.synchronizing("item")
     return source._inner.item()
 
@@ -397,7 +530,7 @@ def cuda_kernels() -> dict:
     """Kernels for the CUDA key, for operations that reach it with the Python key excluded."""
     def kernel(op):
         return lambda *args, **kwargs: _dispatch(op, args, kwargs)
-    return {"copy_": kernel(aten.copy_.default)}
+    return {"copy_": kernel(aten.copy_.default), "_local_scalar_dense": kernel(aten._local_scalar_dense.default)}
 
 
 def _factory(op, *args, **kwargs):
@@ -405,6 +538,10 @@ def _factory(op, *args, **kwargs):
     node = runtime.machine()
     if any(isinstance(value, CudaTensor) for value in tree_flatten((args, kwargs))[0]):
         return _dispatch(op, args, kwargs)   # reached with the Python key excluded
+    if node is None or not node.active:
+        # The machine was switched off; torch's C++ asks torch.cuda._lazy_init only once per process.
+        raise AssertionError("Torch not compiled with CUDA enabled")
+    _lazy_init_in_child()
     device = kwargs.get("device")
     if not isinstance(device, torch.device):
         device = torch.device("cuda")
@@ -412,10 +549,19 @@ def _factory(op, *args, **kwargs):
     kwargs = dict(kwargs, device=CPU)
     if kwargs.get("pin_memory"):
         kwargs["pin_memory"] = False
-    needed = _result_bytes(op, args, dict(kwargs, device=torch.device("meta")))
+    leaves = _meta_result(op, args, dict(kwargs, device=torch.device("meta"))) or []
+    needed = sum(t.untyped_storage().nbytes() for t in leaves)
     block = _allocate(index, needed) if needed else None   # out of memory before any host memory is used
     if _takes_generator(op) and kwargs.get("generator") is None:
         kwargs["generator"] = _generator(index)
-    out = op(*args, **kwargs)
+    if op in _LAZY_FACTORIES and needed >= LAZY_BYTES and len(leaves) == 1:
+        out = _lazy_host(leaves[0])   # torch.empty: memory the GPU holds but nothing has written
+    else:
+        try:
+            out = op(*args, **kwargs)
+        except RuntimeError as error:
+            if _host_too_small(error):
+                _host_error(index, needed, error)   # the card had room: the block is taken
+            raise
     target = torch.device("cuda", index)
     return tree_map(lambda t: _wrap(t, target, block) if isinstance(t, torch.Tensor) else t, out)
