@@ -943,3 +943,47 @@ def test_gpulab_simulate_reaches_every_python_and_nothing_else():
                           capture_output=True, text=True, env=_environment("t4"), timeout=60)
     assert done.returncode == 0 and done.stdout.split() == ["False", "False"], done.stderr
     assert done.stderr == ""
+
+
+def test_the_profiler_accepts_cuda_and_counts_each_operation_once():
+    """torch/profiler/profiler.py ``supported_activities`` and torch/autograd/profiler.py (a CUDA build
+    hands ``ProfilerActivity.CUDA`` to Kineto, which has it): the activity is accepted without the legacy
+    GPU fallback's warnings, and a matmul's forward and backward are three ``aten::mm`` on the CPU side,
+    as on a GPU, not six (the CPU work that simulates them runs off the profiled thread)."""
+    out = run("t4", """
+    from torch.profiler import ProfilerActivity, profile
+    OUT["supported"] = sorted(a.name for a in torch.profiler.supported_activities())
+    x = torch.randn(64, 64, device="cuda", requires_grad=True)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            (x @ x).relu().sum().backward()
+    OUT["warnings"] = [str(w.message) for w in seen]
+    OUT["mm"] = sum(e.count for e in prof.key_averages() if e.key == "aten::mm")
+    OUT["grad"] = str(x.grad.device)
+    """)
+    assert out["supported"] == ["CPU", "CUDA"]
+    assert not [w for w in out["warnings"] if "CUDA" in w], out["warnings"]
+    assert out["mm"] == 3 and out["grad"] == "cuda:0"
+    plain = run(None, """
+    OUT["supported"] = sorted(a.name for a in torch.profiler.supported_activities())
+    """)
+    assert plain["supported"] == ["CPU"]
+
+
+def test_what_gpulab_shows_a_reader_names_a_simulated_gpu_as_simulated():
+    """A simulated run is never shown as a GPU's: gpulab's names for devices say "(simulated)" while
+    torch's own answers stay the driver's names (the test above); without the variable nothing is."""
+    out = run("2xt4", """
+    import gpulab
+    OUT["name"] = gpulab.devices.gpu_name(1)
+    OUT["table"] = [info.name for info in gpulab.describe() if info.type == "cuda"]
+    OUT["torch"] = torch.cuda.get_device_name(1)
+    """)
+    assert out == {"name": "Tesla T4 (simulated)", "table": ["Tesla T4 (simulated)"] * 2, "torch": "Tesla T4"}
+    plain = run(None, """
+    import gpulab, gpulab.simulated
+    OUT["simulating"] = gpulab.simulated.is_simulating()
+    OUT["cuda"] = torch.cuda.is_available()
+    """)
+    assert plain == {"simulating": False, "cuda": False}

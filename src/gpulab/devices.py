@@ -23,6 +23,7 @@ __all__ = [
     "cpu",
     "describe",
     "gpu",
+    "gpu_name",
     "num_gpus",
     "peak_memory_gbps",
     "synchronize",
@@ -266,17 +267,27 @@ def peak_memory_gbps(properties) -> float | None:
     return 2 * clock_khz * 1e3 * bus_bits / 8 / 1e9
 
 
+def gpu_name(i: int = 0) -> str:
+    """CUDA GPU ``i``'s name, as the driver gives it; on a simulated machine it says "(simulated)".
+
+    A simulated GPU (:mod:`gpulab.simulated`) answers ``torch.cuda.get_device_name`` with the
+    real card's name: anything gpulab shows a reader names it as simulated.
+    """
+    from . import simulated
+
+    name = torch.cuda.get_device_name(i)
+    return f"{name} (simulated)" if simulated.is_simulating() else name
+
+
 def _cuda_info(i: int) -> DeviceInfo:
     props = torch.cuda.get_device_properties(i)
     # bf16 and TF32 tensor cores arrived with Ampere (compute capability 8.0). A T4 (7.5)
     # runs bf16 only by emulation, which is slower than fp32.
     ampere_or_newer = (props.major, props.minor) >= (8, 0)
     is_rocm = torch.version.hip is not None
-    from . import simulated
-
     return DeviceInfo(
         device=f"cuda:{i}",
-        name=f"{props.name} (simulated)" if simulated.is_simulating() else props.name,
+        name=gpu_name(i),
         type="cuda",
         total_memory_bytes=props.total_memory,
         compute_capability=getattr(props, "gcnArchName", None) if is_rocm else f"{props.major}.{props.minor}",

@@ -36,12 +36,21 @@ What is not simulated, so that no run here is ever taken for a GPU's:
 - bandwidths of HBM, PCIe and NVLink; tensor cores; TF32's and reduced-precision reductions'
   rounding (float32 matmuls are exact float32 here);
 - device rows in profiler traces (kernels, memcpy, ``cuda_runtime`` events): a trace holds CPU
-  events only;
-- cuDNN, cuBLAS and their workspaces (``torch.backends.cudnn.is_available()`` stays False),
-  CUDA graphs, ``torch.compile`` for CUDA (no Triton), custom CUDA kernels, IPC of CUDA tensors;
-- host memory: values are real, so a simulated card holds what this machine's RAM holds. Memory
-  is committed lazily (an allocation the CPU never writes costs nothing), so an 80 GiB card can
-  report, cap and refuse 80 GiB, and can hold what fits in the host's RAM;
+  events only, with a ``PythonSubclass`` row where an operation on a simulated GPU ran (its
+  self time is the CPU doing the GPU's work), and memory columns count host memory;
+- the random numbers: a simulated GPU draws from a CPU generator (mt19937), not CUDA's Philox, so
+  a seed gives other numbers than on a real GPU (the same ones on every simulated run);
+- types: a parameter on a simulated GPU is a ``CudaTensor`` (``isinstance(p, nn.Parameter)``
+  holds, ``type(p) is nn.Parameter`` does not); ``untyped_storage().data_ptr()`` raises;
+- cuDNN, cuBLAS and their workspaces (``torch.backends.cudnn.is_available()`` stays False,
+  ``torch.version.cuda`` None), CUDA graphs (making one raises), ``torch.compile`` for CUDA (no
+  Triton), custom CUDA kernels, IPC of CUDA tensors, GPU UUIDs in ``CUDA_VISIBLE_DEVICES``;
+- host memory: values are real, so a simulated card holds what this machine's RAM holds. A
+  ``torch.empty`` of 16 MiB or more is lazily committed host memory (an anonymous mapping with
+  MAP_NORESERVE: pages cost nothing until written), so an 80 GiB card reports, caps, holds and
+  refuses 80 GiB of allocations on a smaller machine; what is written must fit in the host's RAM,
+  and a result much larger than its operands (under 16 MiB, whose results are not sized first)
+  is computed on the host before the card is asked for it;
 - several nodes; NCCL's algorithms (ring, tree) and its asynchronous error handling.
 
 Nothing simulated reaches a reader as a GPU result: ``gpulab bench`` refuses to write reference

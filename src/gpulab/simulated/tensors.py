@@ -383,6 +383,26 @@ def _lazy_init_in_child() -> None:
         torch.cuda._lazy_init()
 
 
+_unprofiled = None
+
+
+def _compute(func, *args, **kwargs):
+    """Run ``func`` on the host tensors that hold a simulated GPU's values.
+
+    While torch.profiler records, it runs on a thread of its own: the profiler's callbacks are
+    the recording thread's (torch/csrc/autograd/profiler_kineto.cpp registers thread-local
+    ones), so the trace holds each operation once, as a GPU's does, and not again as the CPU
+    work that simulates it.
+    """
+    global _unprofiled
+    if not torch.autograd.profiler._is_profiler_enabled:
+        return func(*args, **kwargs)
+    if _unprofiled is None:
+        import concurrent.futures
+        _unprofiled = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="gpulab-simulated-gpu")
+    return _unprofiled.submit(func, *args, **kwargs).result()
+
+
 def _dispatch(func, args, kwargs):
     node = runtime.machine()
     _check_not_forked(node)
@@ -410,7 +430,7 @@ def _dispatch(func, args, kwargs):
         if needed:
             block = _allocate(target.index, needed)   # raises OutOfMemoryError before the CPU works
     try:
-        out = func(*inner_args, **inner_kwargs)
+        out = _compute(func, *inner_args, **inner_kwargs)
     except RuntimeError as error:
         if target.type == "cuda" and block is None and _host_too_small(error):
             _refused_by_host(func, args, kwargs, target.index, error)
@@ -483,7 +503,7 @@ def _to_copy(node, source, **kwargs):
     if device.type == "cpu":
         if not kwargs.get("non_blocking"):
             node.synchronizing("copy to host")
-        out = aten._to_copy.default(source._inner, **inner_kwargs)
+        out = _compute(aten._to_copy.default, source._inner, **inner_kwargs)
         if kwargs.get("non_blocking"):
             # aten/src/ATen/native/TensorConversions.cpp, _to_copy: a non-blocking copy to the host lands in pinned memory
             out = out.pin_memory()
@@ -491,28 +511,28 @@ def _to_copy(node, source, **kwargs):
     index = node.check_index(device.index if device.index is not None else -1)
     dtype = kwargs.get("dtype") or source.dtype
     block = _allocate(index, source.numel() * dtype.itemsize)
-    out = aten._to_copy.default(source._inner, **inner_kwargs)
+    out = _compute(aten._to_copy.default, source._inner, **inner_kwargs)
     return _wrap(out, torch.device("cuda", index), block)
 
 
 def _copy_(node, target, source, non_blocking=False):
     if isinstance(target, CudaTensor) and isinstance(source, CudaTensor):
-        target._inner.copy_(source._inner, non_blocking)
+        _compute(aten.copy_.default, target._inner, source._inner, non_blocking)
         return target
     if isinstance(target, CudaTensor):   # host to device
         if not non_blocking:
             node.synchronizing("copy to device")
-        target._inner.copy_(source, non_blocking)
+        _compute(aten.copy_.default, target._inner, source, non_blocking)
         return target
     if not non_blocking:
         node.synchronizing("copy to host")
-    target.copy_(source._inner, non_blocking)
+    _compute(aten.copy_.default, target, source._inner, non_blocking)
     return target
 
 
 def _item(node, source):
     node.synchronizing("item")
-    return source._inner.item()
+    return _compute(aten._local_scalar_dense.default, source._inner)
 
 
 _SPECIAL = {
@@ -558,7 +578,7 @@ def _factory(op, *args, **kwargs):
         out = _lazy_host(leaves[0])   # torch.empty: memory the GPU holds but nothing has written
     else:
         try:
-            out = op(*args, **kwargs)
+            out = _compute(op, *args, **kwargs)
         except RuntimeError as error:
             if _host_too_small(error):
                 _host_error(index, needed, error)   # the card had room: the block is taken
