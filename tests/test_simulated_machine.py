@@ -987,3 +987,22 @@ def test_what_gpulab_shows_a_reader_names_a_simulated_gpu_as_simulated():
     OUT["cuda"] = torch.cuda.is_available()
     """)
     assert plain == {"simulating": False, "cuda": False}
+
+
+def test_a_storage_is_one_object_at_a_device_address_shared_by_views():
+    """torch/csrc/Storage.cpp keeps one Python object per storage (torch/_tensor.py ``untyped_storage``),
+    on the tensor's device, whose data_ptr is the tensor's at offset 0: code that tells parameters'
+    storages apart by data_ptr or identity (lesson 04), or watches them with weakref (TensorLedger),
+    sees a GPU's storages."""
+    out = run("t4", """
+    x = torch.randn(100, device="cuda")
+    view = x[10:]
+    storage = x.untyped_storage()
+    OUT["same"] = storage is view.untyped_storage()
+    OUT["device"] = str(storage.device)
+    OUT["nbytes"] = storage.nbytes()
+    OUT["offset"] = view.data_ptr() - storage.data_ptr()
+    model = torch.nn.Linear(4, 4).cuda()
+    OUT["distinct"] = len({p.untyped_storage().data_ptr() for p in model.parameters()})
+    """)
+    assert out == {"same": True, "device": "cuda:0", "nbytes": 400, "offset": 40, "distinct": 2}

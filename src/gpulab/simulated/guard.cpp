@@ -143,27 +143,36 @@ void set_hooks(bool simulated) {
 }
 static_assert(sizeof(SimulatedCudaHooks) == sizeof(at::CUDAHooksInterface), "the hooks must hold nothing but a vtable");
 
-extern "C" {
-// Sets the simulated device count and registers the guard; 0 when a real CUDA guard is there.
-int gpulab_install(int count) {
+const c10::impl::DeviceGuardImplInterface* original_guard = nullptr;   // a CUDA build's own
+
+// Takes CUDA's slot in the device guard registry. `replace`: a CUDA build's own guard may be replaced
+// (the Python side asks for it only where that build finds no GPU, so the guard has nothing to do).
+bool take_guard(bool replace) {
   auto& slot = c10::impl::device_guard_impl_registry[static_cast<size_t>(c10::DeviceType::CUDA)];
   const c10::impl::DeviceGuardImplInterface* registered = slot.load();
-  if (registered != nullptr && registered != &guard) return 0;  // a real CUDA build
-  if (at::detail::getCUDAHooks().isBuilt() && *hooks_object() != *reinterpret_cast<void**>(&hooks)) return 0;
-  device_count = count;
+  if (registered == &guard) return true;
+  if (registered != nullptr) {
+    if (!replace) return false;
+    original_guard = registered;
+  }
   slot.store(&guard);
+  return true;
+}
+
+extern "C" {
+// Sets the simulated device count (0: switched off) and puts the guard and hooks in place; 0 where a
+// CUDA build's own are there and `replace` is 0.
+int gpulab_install(int count, int replace) {
+  bool hooks_are_ours = *hooks_object() == *reinterpret_cast<void**>(&hooks);
+  if (!hooks_are_ours && at::detail::getCUDAHooks().isBuilt() && !replace) return 0;
+  if (!take_guard(replace != 0)) return 0;
+  device_count = count;
   set_hooks(count > 0);
   return 1;
 }
 // Registers the guard with no GPU yet (torch.cuda still says there is none), so that the autograd
-// engine, if it starts now, makes room for a machine switched on later. 0 on a real CUDA build.
-int gpulab_prepare() {
-  auto& slot = c10::impl::device_guard_impl_registry[static_cast<size_t>(c10::DeviceType::CUDA)];
-  const c10::impl::DeviceGuardImplInterface* registered = slot.load();
-  if (registered != nullptr && registered != &guard) return 0;
-  slot.store(&guard);
-  return 1;
-}
+// engine, if it starts now, makes room for a machine switched on later.
+int gpulab_prepare(int replace) { return take_guard(replace != 0) ? 1 : 0; }
 // Whether PyTorch's CUDA hooks answer for the simulated machine.
 int gpulab_hooks_active() { return at::detail::getCUDAHooks().hasCUDA() ? 1 : 0; }
 int gpulab_get_device() { return current_index; }

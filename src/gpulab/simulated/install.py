@@ -10,8 +10,7 @@ grader's :class:`~gpulab.simulated.records.SimulatedGPU`), both happen at once, 
 
 from __future__ import annotations
 
-import os
-import sys
+import warnings
 from typing import Any
 
 from . import machines, native, runtime
@@ -35,10 +34,24 @@ def _set(target, name: str, value) -> None:
     setattr(target, name, value)
 
 
-def refuse_on_cuda_build(torch_module) -> None:
-    if getattr(torch_module._C, "_has_cuda", False):
-        raise RuntimeError("this torch is built with CUDA: its GPUs are real, and a simulated machine would hide "
-                           "them (use a CPU build of torch to simulate)")
+_build: tuple[bool, int] | None = None   # (this torch is built with CUDA, the GPUs it finds), as first seen
+
+
+def real_cuda(torch_module) -> tuple[bool, int]:
+    """Whether this torch is built with CUDA, and how many GPUs it finds, before any simulation."""
+    global _build
+    if _build is None:
+        built = bool(getattr(torch_module._C, "_has_cuda", False))
+        _build = (built, int(torch_module._C._cuda_getDeviceCount()) if built else 0)
+    return _build
+
+
+def _refuse_real_gpus(torch_module) -> bool:
+    """Raises where this torch has GPUs of its own; True on a CUDA build without any (as Colab's CPU runtime)."""
+    built, gpus = real_cuda(torch_module)
+    if gpus:
+        raise RuntimeError(f"this machine has {gpus} CUDA GPU(s): a simulated machine would hide them")
+    return built
 
 
 def start_runtime(name: str, torch_module) -> "runtime.Machine":
@@ -48,10 +61,10 @@ def start_runtime(name: str, torch_module) -> "runtime.Machine":
             raise RuntimeError(f"a simulated {running().name} is already running in this process")
         return running()
     specs = machines.parse(name)
-    refuse_on_cuda_build(torch_module)
+    cuda_build = _refuse_real_gpus(torch_module)
     guard = native.load()
     runtime._properties.cache_clear()
-    node = runtime.Machine(name, specs, guard)
+    node = runtime.Machine(name, specs, guard, replace=cuda_build)
     runtime._machine = node
     node.active = True
     for key, value in {**runtime.cuda_bindings(), **runtime.accelerator_bindings()}.items():
@@ -60,7 +73,7 @@ def start_runtime(name: str, torch_module) -> "runtime.Machine":
 
 
 def finish(torch_module) -> None:
-    """The second half, once ``import torch`` is done: tensors, pinning, files, torch.distributed."""
+    """The second half, once ``import torch`` is done: tensors, files, torch.distributed, the profiler."""
     global _library, _kernels
     import torch.cuda
     from . import distributed, profiler, serialization, tensors
@@ -83,8 +96,10 @@ def finish(torch_module) -> None:
         _library.fallback(tensors._factory, "CUDA")
         # Operations that reach the CUDA key with a simulated tensor (torch.tensor(..., device="cuda")
         # copies with the Python key excluded) and have a composite kernel the fallback would not replace.
-        for name, impl in tensors.cuda_kernels().items():
-            _kernels.impl(name, impl, "CUDA")
+        with warnings.catch_warnings():   # "Overriding a previously registered kernel": a CUDA build's own
+            warnings.simplefilter("ignore")
+            for name, impl in tensors.cuda_kernels().items():
+                _kernels.impl(name, impl, "CUDA")
     serialization.install()
     for target, name, value in distributed.patches() + profiler.patches():
         _set(target, name, value)
@@ -116,7 +131,7 @@ def stop() -> None:
     if node is None or not node.active:
         return
     node.active = False
-    node.guard.gpulab_install(0)
+    node.guard.gpulab_install(0, int(node.replace))
     while _saved:
         target, name, value = _saved.pop()
         if value is _MISSING:

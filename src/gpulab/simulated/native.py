@@ -9,7 +9,8 @@ into a temporary folder that is removed as soon as the library is loaded.
 
 :func:`build` works without importing torch (the grader builds the library before it starts its
 sandboxed kernels, and hands them the cache read-only). On a torch built with CUDA the real guard
-and hooks stay: ``gpulab_install`` never replaces them.
+and hooks are replaced only where that torch finds no GPU (a CUDA build on a CPU machine, as in
+Colab's CPU runtime); where it finds one, no machine is simulated.
 """
 
 from __future__ import annotations
@@ -112,16 +113,17 @@ def load() -> ctypes.CDLL:
     return _library
 
 
-def prepare() -> bool:
+def prepare(replace: bool = False) -> bool:
     """Register the device guard with no GPU yet; False where that cannot be done (a CUDA build, no compiler).
 
     The autograd engine counts CUDA devices once per process, at its first backward: a process
     that may switch a simulated machine on later (an exercise check's ``SimulatedGPU``) calls this
     first, so that the engine, whenever it starts, has room for the machine's GPUs. torch keeps
-    saying there is no GPU until a machine is switched on.
+    saying there is no GPU until a machine is switched on. ``replace``: this torch is built with
+    CUDA and finds no GPU, and its own guard, which has nothing to do, gives way.
     """
     try:
-        return bool(load().gpulab_prepare())
+        return bool(load().gpulab_prepare(int(replace)))
     except (OSError, RuntimeError):
         return False
 

@@ -45,11 +45,14 @@ def machine() -> "Machine | None":
 class Machine:
     """The state of a simulated node: its GPUs, their allocators, streams and what watches them."""
 
-    def __init__(self, name: str, specs: list[GPUSpec], guard):
+    def __init__(self, name: str, specs: list[GPUSpec], guard, *, replace: bool = False):
         self.name = name
         self.specs = specs = visible_devices(specs)
         self.guard = guard
-        guard.gpulab_install(len(specs))   # the C++ side counts only the GPUs CUDA_VISIBLE_DEVICES shows
+        self.replace = replace             # a CUDA build without a GPU: its own guard and hooks give way
+        # the C++ side counts only the GPUs CUDA_VISIBLE_DEVICES shows
+        if not guard.gpulab_install(len(specs), int(replace)):
+            raise RuntimeError("this torch's own CUDA device guard is in place: a simulated machine cannot be")
         self.allocators = [DeviceAllocator(i, spec.total_memory, spec.context_bytes) for i, spec in enumerate(specs)]
         self.sync_debug_mode = 0           # torch.cuda.set_sync_debug_mode: 0 off, 1 warn, 2 error
         self.init_pid: int | None = None   # the process that initialised CUDA (a fork of it may not use it)

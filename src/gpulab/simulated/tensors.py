@@ -49,7 +49,7 @@ LAZY_BYTES = 16 * 2**20       # torch.empty at least this large: host pages are 
 class Block:
     """One allocation of the simulated caching allocator, freed when the last tensor on it dies."""
 
-    __slots__ = ("allocator", "allocation", "nbytes", "__weakref__")
+    __slots__ = ("allocator", "allocation", "nbytes", "_storage", "__weakref__")
 
     def __init__(self, allocator, nbytes: int):
         self.allocator = allocator
@@ -60,6 +60,18 @@ class Block:
     @property
     def address(self) -> int:
         return getattr(self.allocation, "address", 0)
+
+    def storage(self, device: torch.device) -> torch.UntypedStorage:
+        """The storage a GPU tensor on this block reports: on ``device``, at the block's device address.
+
+        One Python object for every tensor on the block, as PyTorch keeps one per storage (code that
+        tells storages apart by identity, or watches them with weakref.finalize, works as on a GPU). It
+        points at the simulated device address and owns nothing: reading it through a tensor fails,
+        as the values are on the host (in ``_inner``).
+        """
+        if getattr(self, "_storage", None) is None:
+            self._storage = torch._C._construct_storage_from_data_pointer(self.address, device, self.nbytes)
+        return self._storage
 
     def __del__(self):
         allocation, self.allocation = self.allocation, None
@@ -194,6 +206,10 @@ class CudaTensor(torch.Tensor):
             copy.grad = self.grad.__deepcopy__(memo)
         memo[id(self)] = copy
         return copy
+
+    def untyped_storage(self) -> torch.UntypedStorage:
+        block = getattr(self, "_block", None)
+        return super().untyped_storage() if block is None else block.storage(self.device)
 
     def data_ptr(self) -> int:
         return self._block.address + self.storage_offset() * self.element_size()
@@ -547,10 +563,27 @@ _SPECIAL = {
 # ----------------------------------------------------------------- tensors made for a GPU
 
 def cuda_kernels() -> dict:
-    """Kernels for the CUDA key, for operations that reach it with the Python key excluded."""
+    """Kernels for the CUDA key, where the fallback (:func:`_factory`) is not enough.
+
+    - Operations that reach the CUDA key with a simulated tensor and the Python key excluded
+      (``torch.tensor(..., device="cuda")`` copies so), and have composite kernels a fallback would
+      not replace.
+    - The factories at the bottom of every ``torch.empty``, ``zeros``, ``randn`` … for a GPU: a
+      Python fallback cannot run while a TorchDispatchMode is active and the Python key excluded (the
+      trampoline in torch/csrc/utils/python_dispatch.cpp finds only kernels registered per operator),
+      and on a torch built with CUDA these have kernels of their own, which would ask a GPU it lacks.
+    """
     def kernel(op):
         return lambda *args, **kwargs: _dispatch(op, args, kwargs)
-    return {"copy_": kernel(aten.copy_.default), "_local_scalar_dense": kernel(aten._local_scalar_dense.default)}
+
+    def factory(op):
+        return lambda *args, **kwargs: _factory(op, *args, **kwargs)
+
+    return {"copy_": kernel(aten.copy_.default), "_local_scalar_dense": kernel(aten._local_scalar_dense.default),
+            "empty.memory_format": factory(aten.empty.memory_format),
+            "empty_strided": factory(aten.empty_strided.default),
+            "tril_indices": factory(aten.tril_indices.default),
+            "triu_indices": factory(aten.triu_indices.default)}
 
 
 def _factory(op, *args, **kwargs):
