@@ -6,6 +6,11 @@ installed by ``make``; see :mod:`gpulab.simulated.hook`). In a running program,
 :func:`start` switches one on and :func:`stop` off; the grader's checks use
 :class:`SimulatedGPU`, which also keeps records of what crossed between host and device.
 
+It runs on a CPU build of torch, and on a CUDA build that finds no GPU (Colab's CPU runtime, a
+CUDA wheel on a laptop), whose CUDA guard and hooks give way to the simulation's; where torch finds
+a real GPU it refuses, and exercise checks (:class:`SimulatedGPU`) record on the real one. The
+C++ part (``guard.cpp``, see :mod:`.native`) is compiled at first use and needs a C++ compiler.
+
 What is simulated, faithfully where the course relies on it (each with a test naming its source):
 
 - the devices (:mod:`.machines`): ``torch.cuda`` and ``torch.accelerator`` answer as on the
