@@ -594,3 +594,38 @@ def test_recorded_time_fn_can_call_instead_of_timing():
         result = timing.time_fn(lambda: ran.append(1), device="cuda:0", bytes_moved=8)
     assert ran == [1] and len(calls) == 1
     assert result.clock == "not timed" and result.bytes_moved == 8 and result.device == "cuda:0"
+
+
+def test_the_graders_kernels_see_a_simulated_machine_and_checks_run_on_a_simulated_gpu(tmp_path):
+    """GPULAB_SIMULATE reaches the grader's (sandboxed) kernels, and a check's SimulatedGPU works inside
+    the sandbox, where no compiler or cache can be written: the grader hands its kernels the built guard."""
+    def cells():
+        answer = "import torch\n\ndef count():\n    ### BEGIN SOLUTION\n    return torch.cuda.device_count()\n    ### END SOLUTION"
+        checks = [(1, "assert count() == 2, f'expected the 2 simulated GPUs, got {count()}'"),
+                  (1, "from gpulab.simulated import SimulatedGPU\nwith SimulatedGPU() as gpu:\n"
+                      "    y = torch.ones(3).to('cuda') * 2\nassert y.device.type == 'cuda' and y.sum().item() == 6\n"
+                      "assert [c.nbytes for c in gpu.copies] == [12], gpu.copies")]
+        made = [{"cell_type": "markdown", "metadata": {}, "source": "# simulated"}, role_cell(answer, {"answer": "count"})]
+        made += [role_cell(source, {"check": f"count-{i}", "exercise": "count", "points": points})
+                 for i, (points, source) in enumerate(checks)]
+        return notebook(made, gpulab={"lesson": "01_devices"})
+
+    solutions = tmp_path / "solutions"
+    solutions.mkdir()
+    course.write_notebook(cells(), solutions / "01_devices.ipynb")
+    submission = tmp_path / "01_devices.ipynb"
+    course.write_notebook(cells(), submission)
+    where = ["--solutions", str(solutions)] + ([] if SANDBOXED else ["--no-sandbox"])
+    results = {}
+    for machine in ("2xt4", None):
+        env = {k: v for k, v in os.environ.items() if k != "GPULAB_SIMULATE"}
+        if machine:
+            env["GPULAB_SIMULATE"] = machine
+        report = tmp_path / f"{machine}.json"
+        done = subprocess.run([sys.executable, "-m", "gpulab", "grade", str(submission), "--timeout", "120",
+                               "--json", str(report), *where], capture_output=True, text=True, timeout=600, env=env)
+        assert report.exists(), done.stderr[-2000:]
+        results[machine] = {c["check"]: c["points"] for e in json.loads(report.read_text())["exercises"]
+                            for c in e["checks"]}
+    assert results["2xt4"] == {"count-0": 1, "count-1": 1}
+    assert results[None] == {"count-0": 0, "count-1": 1}      # no machine outside; the check's own inside

@@ -90,7 +90,10 @@ def init_process_group(timeout_s: float = 60.0):
     if backend == "nccl":
         device = torch.device("cuda", local_rank)
         torch.cuda.set_device(device)
-    dist.init_process_group(backend, timeout=timedelta(seconds=timeout_s))
+    # device_id: NCCL sets its communicator up for this GPU at once, and barrier() knows the rank's GPU
+    # (torch/distributed/distributed_c10d.py: without it, every barrier warns that it guesses).
+    dist.init_process_group(backend, timeout=timedelta(seconds=timeout_s),
+                            device_id=device if backend == "nccl" else None)
     return device
 
 
