@@ -560,3 +560,18 @@ def test_on_a_simulated_machine_the_bench_draws_figures_and_records_nothing(tmp_
         patch.setattr(simulated, "is_simulating", lambda: True)
         with pytest.raises(bench.BenchError, match="simulated"):
             bench.record_of(Panel(lambda progress: {}, {}, name="98_x"), "98_fake", "gpulab bench")
+
+
+def test_a_figure_drawn_on_a_simulated_machine_says_so():
+    """Nothing simulated passes for a GPU's result: every figure gpulab makes there carries the note."""
+    code = ("from gpulab import plots\nimport torch\nassert torch.cuda.is_available()\n"
+            "print(plots.SIMULATED_NOTE in plots.new_figure().__dict__.get('_gpulab_notes', []))")
+    outputs = {}
+    for machine in ("t4", None):
+        env = {k: v for k, v in os.environ.items() if k != "GPULAB_SIMULATE"}
+        if machine:
+            env["GPULAB_SIMULATE"] = machine
+        done = subprocess.run([sys.executable, "-c", code if machine else code.replace("assert torch", "# ")],
+                              capture_output=True, text=True, env=env, timeout=120)
+        outputs[machine] = done.stdout.strip() or done.stderr[-500:]
+    assert outputs == {"t4": "True", None: "False"}

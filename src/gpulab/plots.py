@@ -44,11 +44,23 @@ def is_accelerator(name: str) -> bool:
     return kind in DEVICE_COLORS and kind not in ("cpu", "reference")
 
 
+SIMULATED_NOTE = "simulated GPUs (GPULAB_SIMULATE): every time and rate drawn here is this CPU's"
+
+
 def new_figure(figsize: tuple[float, float] = (9.0, 3.6)):
-    """A matplotlib Figure that belongs to no pyplot state (nothing to close, nothing leaks)."""
+    """A matplotlib Figure that belongs to no pyplot state (nothing to close, nothing leaks).
+
+    On a simulated machine (:mod:`gpulab.simulated`) it carries a note saying so: its cuda curves
+    are this CPU's work, and no figure may pass for a GPU's.
+    """
     from matplotlib.figure import Figure
 
-    return Figure(figsize=figsize, layout="constrained")
+    from . import simulated
+
+    figure = Figure(figsize=figsize, layout="constrained")
+    if simulated.is_simulating():
+        note(figure, SIMULATED_NOTE)
+    return figure
 
 
 def to_png(figure, dpi: int = 100) -> bytes:
