@@ -10,6 +10,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/csrc/distributed/c10d/reducer_timer.hpp>
 
 #include <atomic>
 #include <mutex>
@@ -143,6 +144,30 @@ void set_hooks(bool simulated) {
 }
 static_assert(sizeof(SimulatedCudaHooks) == sizeof(at::CUDAHooksInterface), "the hooks must hold nothing but a vtable");
 
+// DDP's reducer times each iteration with the timer registered for its device type
+// (torch/csrc/distributed/c10d/reducer.cpp; CudaTimer lives in a CUDA build's libtorch_cuda), and asserts
+// that there is one from its second iteration on (logger.cpp, set_runtime_stats_and_log). The GPU's work
+// runs on the host here, so host timestamps are its times, as the CPU timer keeps them.
+struct SimulatedTimer final : public c10d::Timer {
+  explicit SimulatedTimer(c10::Device) {}
+  std::optional<int64_t> measureDifference(Event start, Event end) override {
+    int64_t start_time = getTimeRef(start);
+    int64_t end_time = getTimeRef(end);
+    if (start_time == c10d::kUnsetTime || end_time == c10d::kUnsetTime) return std::nullopt;
+    if (end_time < start_time) return std::nullopt;
+    return end_time - start_time;
+  }
+};
+
+void register_timer() {
+  auto* registry = c10d::TimerRegistry();
+  if (!registry->Has(c10::DeviceType::CUDA)) {   // a CUDA build has its own
+    registry->Register(c10::DeviceType::CUDA, [](c10::Device device) -> std::unique_ptr<c10d::Timer> {
+      return std::make_unique<SimulatedTimer>(device);
+    });
+  }
+}
+
 const c10::impl::DeviceGuardImplInterface* original_guard = nullptr;   // a CUDA build's own
 
 // Takes CUDA's slot in the device guard registry. `replace`: a CUDA build's own guard may be replaced
@@ -166,6 +191,7 @@ int gpulab_install(int count, int replace) {
   bool hooks_are_ours = *hooks_object() == *reinterpret_cast<void**>(&hooks);
   if (!hooks_are_ours && at::detail::getCUDAHooks().isBuilt() && !replace) return 0;
   if (!take_guard(replace != 0)) return 0;
+  register_timer();
   device_count = count;
   set_hooks(count > 0);
   return 1;

@@ -566,6 +566,12 @@ def cuda_bindings() -> dict[str, Any]:
     # CUDA graphs are not simulated: making one raises.
     bindings["_CUDAGraph"] = _not_simulated("_CUDAGraph", "CUDA graphs")
     bindings["_graph_pool_handle"] = _not_simulated("_graph_pool_handle", "CUDA graphs")
+    # torch/_inductor/cudagraph_trees.py imports these where torch.backends.cuda.is_built() (torch._dynamo.reset()
+    # imports it): the allocator state CUDA graph trees checkpoint, which is not simulated either.
+    bindings["_cuda_CUDAAllocator_AllocatorState"] = _not_simulated("_cuda_CUDAAllocator_AllocatorState",
+                                                                    "CUDA graph memory pools")
+    if not hasattr(torch._C, "_set_cached_tensors_enabled"):
+        bindings["_set_cached_tensors_enabled"] = _bind("_set_cached_tensors_enabled", lambda enabled: None)
     return bindings
 
 
