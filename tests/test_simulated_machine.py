@@ -1006,3 +1006,18 @@ def test_a_storage_is_one_object_at_a_device_address_shared_by_views():
     OUT["distinct"] = len({p.untyped_storage().data_ptr() for p in model.parameters()})
     """)
     assert out == {"same": True, "device": "cuda:0", "nbytes": 400, "offset": 40, "distinct": 2}
+
+
+def test_memory_freed_while_the_allocator_is_busy_is_free_at_the_next_read():
+    """A tensor can die while the simulated allocator is working (garbage collection may start inside an
+    allocation); CUDA's caching allocator frees at once (c10/cuda/CUDACachingAllocator.cpp, free), so the
+    next counter read must already see it freed (lesson 04 compares memory_allocated with its baseline)."""
+    out = run("t4", """
+    from gpulab.simulated import tensors
+    base = torch.cuda.memory_allocated()
+    x = torch.empty(2**20, device="cuda")
+    with tensors._free_lock:          # the allocator is busy: the free is queued
+        del x
+    OUT["after"] = torch.cuda.memory_allocated() - base
+    """)
+    assert out == {"after": 0}

@@ -20,6 +20,7 @@ import inspect
 import os
 import pathlib
 import re
+import sys
 import threading
 import time
 import warnings
@@ -372,7 +373,7 @@ class _CudaRT:
 
     @staticmethod
     def cudaMemGetInfo(device: int) -> tuple[int, int]:
-        return _machine.allocators[_machine.check_index(device)].mem_get_info()
+        return _allocator(device).mem_get_info()
 
     @staticmethod
     def cudaGetErrorString(error) -> str:
@@ -449,11 +450,25 @@ def _sync_mode(warn_level) -> None:
     _machine.sync_debug_mode = int(warn_level)
 
 
+def _settle() -> None:
+    """Give back the blocks whose last tensor died while the allocator was busy (see tensors._release):
+    every counter is read after them, as a GPU's allocator frees at once."""
+    tensors = sys.modules.get(f"{__package__}.tensors")
+    if tensors is not None:
+        tensors.drain_frees()
+
+
+def _allocator(device):
+    _settle()
+    return _machine.allocators[_index(device)]
+
+
 def _memory_stats(device) -> dict:
-    return _machine.allocators[_index(device)].stats()
+    return _allocator(device).stats()
 
 
 def _snapshot(mempool_id=None) -> dict:
+    _settle()
     segments, traces = [], []
     for allocator in _machine.allocators:
         part = allocator.snapshot()
@@ -478,7 +493,7 @@ def _set_fraction(fraction, device) -> None:
     fraction = float(fraction)
     if not 0 <= fraction <= 1:
         raise ValueError(f"invalid fraction: {fraction}. Please set within [0, 1].")
-    _machine.allocators[_index(device)].fraction = fraction
+    _allocator(device).fraction = fraction
 
 
 def _set_stream(stream_id, device_index, device_type) -> None:
@@ -491,6 +506,7 @@ def _current_stream(device) -> tuple:
 
 
 def _empty_cache() -> None:
+    _settle()
     for allocator in _machine.allocators:
         allocator.empty_cache()
 
@@ -538,12 +554,12 @@ def cuda_bindings() -> dict[str, Any]:
         "_cuda_set_cudnn_benchmark_limit": lambda arg: setattr(node, "cudnn_benchmark_limit", int(arg)),
         "_cuda_setStream": _set_stream,
         "_cuda_memoryStats": _memory_stats,
-        "_cuda_resetPeakMemoryStats": lambda device: node.allocators[_index(device)].reset_peak_stats(),
+        "_cuda_resetPeakMemoryStats": lambda device: _allocator(device).reset_peak_stats(),
         "_cuda_resetAccumulatedMemoryStats":
-            lambda device: node.allocators[_index(device)].reset_accumulated_stats(),
+            lambda device: _allocator(device).reset_accumulated_stats(),
         "_cuda_emptyCache": _empty_cache,
         "_cuda_setMemoryFraction": _set_fraction,
-        "_cuda_getMemoryFraction": lambda device: node.allocators[_index(device)].fraction,
+        "_cuda_getMemoryFraction": lambda device: _allocator(device).fraction,
         "_cuda_memorySnapshot": _snapshot,
         "_cuda_record_memory_history": _record_history,
         "_cuda_record_memory_history_legacy": _record_history_legacy,
@@ -616,9 +632,9 @@ def accelerator_bindings() -> dict[str, Any]:
         "_accelerator_emptyHostCache": lambda: None,
         "_accelerator_getDeviceStats": device_stats,
         "_accelerator_resetAccumulatedStats":
-            lambda device_index: node.allocators[_index(device_index)].reset_accumulated_stats(),
-        "_accelerator_resetPeakStats": lambda device_index: node.allocators[_index(device_index)].reset_peak_stats(),
-        "_accelerator_getMemoryInfo": lambda device_index: node.allocators[_index(device_index)].mem_get_info(),
+            lambda device_index: _allocator(device_index).reset_accumulated_stats(),
+        "_accelerator_resetPeakStats": lambda device_index: _allocator(device_index).reset_peak_stats(),
+        "_accelerator_getMemoryInfo": lambda device_index: _allocator(device_index).mem_get_info(),
         "_accelerator_hooks_device_count": lambda: node.device_count,
         "_accelerator_hooks_get_current_device": node.current_device,
         "_accelerator_hooks_set_current_device": lambda device_index: node.set_current_device(device_index),
