@@ -1021,3 +1021,23 @@ def test_memory_freed_while_the_allocator_is_busy_is_free_at_the_next_read():
     OUT["after"] = torch.cuda.memory_allocated() - base
     """)
     assert out == {"after": 0}
+
+
+def test_results_much_larger_than_their_operands_are_refused_before_the_host_holds_them():
+    """As the caching allocator refuses an output's block before a kernel runs (c10/cuda/CUDACachingAllocator.cpp,
+    malloc): an expanded view copied, a repeat, a new_zeros of a size past a T4 raise CUDA's OutOfMemoryError,
+    and the process does not grow by what they would have taken."""
+    out = run("t4", """
+    def rss_mib():
+        return int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) // 1024
+    seed = torch.ones(1000, 1000, device="cuda")
+    start = rss_mib()
+    OUT["errors"] = [caught(work) for work in (
+        lambda: torch.ones(1, device="cuda").expand(5 * 2**30).contiguous(),
+        lambda: seed.repeat(100, 50),
+        lambda: seed.new_zeros(5 * 2**30))]
+    OUT["grew_mib"] = rss_mib() - start
+    """)
+    assert [e[0] for e in out["errors"]] == ["OutOfMemoryError"] * 3
+    assert all(e[1].startswith("CUDA out of memory. Tried to allocate") for e in out["errors"])
+    assert out["grew_mib"] < 1024

@@ -54,8 +54,9 @@ What is not simulated, so that no run here is ever taken for a GPU's:
   ``torch.empty`` of 16 MiB or more is lazily committed host memory (an anonymous mapping with
   MAP_NORESERVE: pages cost nothing until written), so an 80 GiB card reports, caps, holds and
   refuses 80 GiB of allocations on a smaller machine; what is written must fit in the host's RAM,
-  and a result much larger than its operands (under 16 MiB, whose results are not sized first)
-  is computed on the host before the card is asked for it;
+  and a result much larger than its operands (under 16 MiB, by an operation other than those
+  that grow their input: repeat, expand's copy, new_*, outer, kron) is computed on the host
+  before the card is asked for it;
 - several nodes; NCCL's algorithms (ring, tree) and its asynchronous error handling.
 
 Nothing simulated reaches a reader as a GPU result: ``gpulab bench`` refuses to write reference

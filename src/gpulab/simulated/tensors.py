@@ -294,7 +294,17 @@ def _unwrap(value):
 
 
 def _nbytes(value) -> int:
-    return value.untyped_storage().nbytes() if isinstance(value, torch.Tensor) else 0
+    # The logical size, not the storage's: an expanded view (torch.ones(1).expand(n)) holds little and
+    # makes a large result when it is copied.
+    if not isinstance(value, torch.Tensor):
+        return 0
+    return max(value.untyped_storage().nbytes(), value.numel() * value.element_size())
+
+
+# Operations whose result can be far larger than their operands: always sized first.
+_GROWING = {aten.repeat.default, aten.tile.default, aten.new_empty.default, aten.new_zeros.default,
+            aten.new_ones.default, aten.new_full.default, aten.new_empty_strided.default, aten.outer.default,
+            aten.kron.default, aten.repeat_interleave.self_int, aten.repeat_interleave.self_Tensor}
 
 
 def _meta(value):
@@ -441,7 +451,7 @@ def _dispatch(func, args, kwargs):
     if target.type == "cuda" and _takes_generator(func) and inner_kwargs.get("generator") is None:
         inner_kwargs["generator"] = _generator(target.index)
     block = None
-    if target.type == "cuda" and sum(_nbytes(v) for v in flat) >= PRECHECK_BYTES:
+    if target.type == "cuda" and (func in _GROWING or sum(_nbytes(v) for v in flat) >= PRECHECK_BYTES):
         needed = _result_bytes(func, args, kwargs)
         if needed:
             block = _allocate(target.index, needed)   # raises OutOfMemoryError before the CPU works
