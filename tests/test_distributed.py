@@ -150,9 +150,12 @@ def test_a_hang_ends_at_the_timeout_with_a_clear_message_and_nothing_left(tmp_pa
 
 def test_an_interrupted_run_stops_every_rank(tmp_path):
     script = write(tmp_path, "interrupted.py", HANG)
+    # The driver stands for a notebook's kernel, which has Python's SIGINT handler: a test runner started in
+    # the background (SIGINT ignored, as POSIX shells do for asynchronous jobs) must not pass its own on.
     driver = subprocess.Popen(
         [sys.executable, "-c", f"import gpulab.distributed as d; d.torchrun({str(script)!r}, 2, timeout_s=120)"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     lines = []
     for line in driver.stdout:                 # wait until both ranks are running
         lines.append(line)
