@@ -57,7 +57,7 @@ class Machine:
         self.allocators = [DeviceAllocator(i, spec.total_memory, spec.context_bytes) for i, spec in enumerate(specs)]
         self.sync_debug_mode = 0           # torch.cuda.set_sync_debug_mode: 0 off, 1 warn, 2 error
         self.init_pid: int | None = None   # the process that initialised CUDA (a fork of it may not use it)
-        self.streams = _Streams(len(specs))
+        self.streams = _Streams()
         self.active = False
         self.cudnn_benchmark_limit = 10
         self._local = threading.local()
@@ -146,8 +146,7 @@ def cuda_error(text: str, name: str) -> "torch.AcceleratorError":
 class _Streams:
     """Stream ids and each host thread's current stream per device, as CUDA keeps them."""
 
-    def __init__(self, count: int):
-        self.count = count
+    def __init__(self):
         self.next_id = 1
         self.local = threading.local()
 

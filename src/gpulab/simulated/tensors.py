@@ -28,14 +28,13 @@ import mmap
 import sys
 import threading
 import weakref
-from typing import Any
 
 import torch
 from torch.utils._pytree import tree_flatten, tree_map
 
 from . import runtime
 
-__all__ = ["CudaTensor", "is_simulated"]
+__all__ = ["CudaTensor"]
 
 aten = torch.ops.aten
 CPU = torch.device("cpu")
@@ -226,11 +225,6 @@ for _module in ("torch.optim.optimizer", "torch.utils._foreach_utils"):
     _types = importlib.import_module(_module)._foreach_supported_types
     if CudaTensor not in _types:
         _types.append(CudaTensor)
-
-
-def is_simulated(value: Any) -> bool:
-    """Whether ``value`` is a tensor on a simulated GPU."""
-    return isinstance(value, CudaTensor)
 
 
 def _wrap(inner: torch.Tensor, device: torch.device, block: Block | None = None) -> CudaTensor:
