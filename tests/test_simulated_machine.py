@@ -107,6 +107,13 @@ OUT["autocast_default"] = str(torch.get_autocast_dtype("cuda"))
 a, b = torch.randn(16, 16, device="cuda"), torch.randn(16, 16, device="cuda")
 with torch.autocast("cuda"):
     OUT["autocast"] = [str(t.dtype) for t in (a @ b, torch.nn.functional.linear(a, b), a + b, torch.softmax(a, 0))]
+w = torch.randn(16, 16, device="cuda", requires_grad=True)
+with torch.autocast("cuda"):            # float16 logits: softmax runs from float16 to float32 (half_to_float)
+    h = w @ b
+    s, l = torch.softmax(h, 1), torch.log_softmax(h, 1)
+(s * b).sum().add((l * b).sum()).backward()
+OUT["softmax_of_half"] = [str(h.dtype), str(s.dtype), str(l.dtype), str(w.grad.dtype),
+                          torch.allclose(s.cpu(), torch.softmax(h.detach().cpu().float(), 1))]
 with warnings.catch_warnings(record=True) as seen:
     warnings.simplefilter("always")
     with torch.autocast("cuda", dtype=torch.bfloat16):
@@ -174,6 +181,7 @@ def test_device_properties_and_capability_answers_are_the_cards():
         assert out["autocast_default"] == "torch.float16", key
         assert out["autocast"] == ["torch.float16", "torch.float16", "torch.float32", "torch.float32"], key
         assert out["autocast_bf16"] == "torch.bfloat16" and out["autocast_bf16_warnings"] == [], key
+        assert out["softmax_of_half"] == ["torch.float16", "torch.float32", "torch.float32", "torch.float32", True], key
         assert out["float8_dtype"] == "torch.float8_e4m3fn", key
         if sheet["capability"] >= [8, 9]:
             assert out["scaled_mm_error"] is None and out["scaled_mm_matches_cpu"], key
@@ -233,9 +241,10 @@ def test_torch_accelerator_answers_for_the_gpus():
 def test_tensors_hold_real_values_on_their_device_and_move_as_on_a_gpu():
     """Values equal the CPU's; device, mixing, ``.numpy()``, moves, copies, pinned memory, ``non_blocking``.
 
-    Real: the same device rule as ``torch/_subclasses/fake_tensor.py`` ``_find_common_device`` (a
-    0-dim CPU tensor may join a GPU operation; otherwise "Expected all tensors to be on the same
-    device, but found at least two devices, ..."); ``.numpy()``: torch/csrc/utils/tensor_numpy.cpp
+    Real: the device rule of aten/src/ATen/TensorIterator.cpp ``compute_types`` (the first non-CPU
+    device is the common one, whatever the order of the operands; a 0-dim CPU tensor may join a GPU
+    operation; otherwise "Expected all tensors to be on the same device, but found at least two
+    devices, cuda:0 and cpu!"); ``.numpy()``: torch/csrc/utils/tensor_numpy.cpp
     ("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() ..."); a non-blocking copy to
     the host lands in pinned memory: aten/src/ATen/native/TensorConversions.cpp ``_to_copy``
     (``pin_out``); ``is_pinned``/``pin_memory``/``pin_memory=True``: the CUDA pinned-memory notes of the
@@ -265,6 +274,7 @@ def test_tensors_hold_real_values_on_their_device_and_move_as_on_a_gpu():
         OUT["devices"] = [str(ga.device), ga.is_cuda, ga.get_device(), str(g1.device), g1.get_device(),
                           a.is_cuda, a.get_device()]
         OUT["mix_cpu"] = caught(lambda: ga + a)
+        OUT["mix_cpu_first"] = caught(lambda: a + ga)
         OUT["mix_gpus"] = caught(lambda: ga + g1)
         OUT["mix_matmul"] = caught(lambda: ga @ b)
         OUT["numpy"] = caught(lambda: ga.numpy())
@@ -292,7 +302,7 @@ def test_tensors_hold_real_values_on_their_device_and_move_as_on_a_gpu():
     assert out["resized"] == [[2**20], 8 * 2**20, [3, 3], [64, 16], [4, 2], [5, 6, 7, 8], [32, 64], 64 * 32 * 4]
     assert out["devices"] == ["cuda:0", True, 0, "cuda:1", 1, False, -1]
     same_device = "Expected all tensors to be on the same device, but found at least two devices, "
-    assert out["mix_cpu"] == ["RuntimeError", same_device + "cuda:0 and cpu!"]
+    assert out["mix_cpu"] == out["mix_cpu_first"] == ["RuntimeError", same_device + "cuda:0 and cpu!"]
     assert out["mix_gpus"] == ["RuntimeError", same_device + "cuda:0 and cuda:1!"]
     assert out["mix_matmul"][0] == "RuntimeError" and out["mix_matmul"][1].startswith(same_device)
     assert out["numpy"] == ["TypeError", "can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to "

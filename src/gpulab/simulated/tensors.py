@@ -213,6 +213,22 @@ class CudaTensor(torch.Tensor):
     def data_ptr(self) -> int:
         return self._block.address + self.storage_offset() * self.element_size()
 
+    def _stable_hash_for_caching(self) -> str:
+        """torch.compile's cache key for this tensor: its metadata, as for a plain CUDA tensor.
+
+        torch/_functorch/_aot_autograd/autograd_cache.py asks a wrapper subclass for this (and warns
+        where there is none); a plain tensor is keyed by ``extract_tensor_metadata_for_cache_key``.
+        """
+        import hashlib
+        import pickle
+
+        try:
+            from torch._inductor.codecache import extract_tensor_metadata_for_cache_key
+            metadata = extract_tensor_metadata_for_cache_key(self)
+        except (ImportError, AttributeError, TypeError):
+            metadata = (self.dtype, tuple(self.shape), self.stride(), str(self.device), self.requires_grad)
+        return hashlib.blake2b(pickle.dumps(metadata), digest_size=16).hexdigest()
+
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
         return _dispatch(func, args, kwargs or {})
@@ -243,27 +259,21 @@ _MIXED_OK = {aten.copy_.default, aten._to_copy.default, aten._foreach_copy_.defa
 
 
 def _common_device(func, flat) -> torch.device:
-    """The device the operation runs on; PyTorch's error when operands are on two (FakeTensor's rule)."""
-    common, common_is_cpu_scalar = None, False
-    for value in flat:
-        if not isinstance(value, torch.Tensor):
-            continue
-        device, scalar = value.device, _is_cpu_scalar(value)
-        if common is None:
-            common, common_is_cpu_scalar = device, scalar
-            continue
-        if device == common:
-            common_is_cpu_scalar = common_is_cpu_scalar and scalar
-            continue
-        if scalar:
-            continue
-        if common_is_cpu_scalar:
-            common, common_is_cpu_scalar = device, scalar
-            continue
-        if func in _MIXED_OK:
+    """The device the operation runs on, and PyTorch's error when operands are on two.
+
+    TensorIterator's rule (aten/src/ATen/TensorIterator.cpp, ``compute_types``): the first non-CPU
+    device is the common one, CPU scalars (0-dim tensors) may join it, and any other device is named
+    after it: ``cpu_tensor + cuda_tensor`` says "cuda:0 and cpu!".
+    """
+    tensors = [value for value in flat if isinstance(value, torch.Tensor)]
+    if not tensors:
+        return None
+    common = next((value.device for value in tensors if value.device.type != "cpu"), tensors[0].device)
+    for value in tensors:
+        if value.device == common or (common.type != "cpu" and _is_cpu_scalar(value)) or func in _MIXED_OK:
             continue
         raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                           f"{common} and {device}!")
+                           f"{common} and {value.device}!")
     return common
 
 
@@ -406,6 +416,30 @@ def _lazy_init_in_child() -> None:
 _unprofiled = None
 
 
+def _in_float(func):
+    """``_softmax``/``_log_softmax`` with ``half_to_float``: a CUDA kernel reads half and writes float; the
+    CPU's refuses ("softmax with half to float conversion is not supported on CPU"). Autocast asks for
+    it on CUDA (``softmax(x, dim, dtype=torch.float32)`` of a float16 ``x``)."""
+    def host(x, dim, half_to_float):
+        return func(x.float() if half_to_float else x, dim, False)
+    return host
+
+
+def _backward_from_float(func):
+    """Their backward: float gradients in, the gradient of the half input out."""
+    def host(grad_output, output, dim, input_dtype):
+        return func(grad_output, output, dim, grad_output.dtype).to(input_dtype)
+    return host
+
+
+# Kernels CUDA has and the CPU lacks: the host computation that gives the same result.
+_HOST_EQUIVALENTS = {aten._softmax.default: _in_float(aten._softmax.default),
+                     aten._log_softmax.default: _in_float(aten._log_softmax.default),
+                     aten._softmax_backward_data.default: _backward_from_float(aten._softmax_backward_data.default),
+                     aten._log_softmax_backward_data.default:
+                         _backward_from_float(aten._log_softmax_backward_data.default)}
+
+
 def _compute(func, *args, **kwargs):
     """Run ``func`` on the host tensors that hold a simulated GPU's values.
 
@@ -450,7 +484,7 @@ def _dispatch(func, args, kwargs):
         if needed:
             block = _allocate(target.index, needed)   # raises OutOfMemoryError before the CPU works
     try:
-        out = _compute(func, *inner_args, **inner_kwargs)
+        out = _compute(_HOST_EQUIVALENTS.get(func, func), *inner_args, **inner_kwargs)
     except RuntimeError as error:
         if target.type == "cuda" and block is None and _host_too_small(error):
             _refused_by_host(func, args, kwargs, target.index, error)
