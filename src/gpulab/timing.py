@@ -20,7 +20,7 @@ import torch
 from .devices import best_device, synchronize
 
 __all__ = ["Timing", "copy_gbps", "crossover", "expected_seconds", "format_seconds", "fresh_memory_gbps", "matmul_gflops",
-           "time_fn"]
+           "matmul_n_for", "time_fn"]
 
 MODES = ("device", "wall")
 
@@ -157,6 +157,23 @@ def matmul_gflops(device: torch.device | str, dtype: torch.dtype | str = torch.f
         b = torch.randn(n, n, device=device).to(dtype)
         _RATES[key] = time_fn(lambda: a @ b, device=device, flops=2 * n**3, budget_s=0.02, min_samples=3).gflops
     return _RATES[key]
+
+
+def matmul_n_for(seconds: float, device: torch.device | str, dtype: torch.dtype = torch.float32, *,
+                 step: int = 256, largest: int = 8192) -> int:
+    """The largest n (a multiple of ``step``, at most ``largest``) whose n×n matmul takes about
+    ``seconds`` on ``device``, by :func:`matmul_gflops`; at least ``step``, and small enough that
+    three such matrices fit in half the free memory.
+
+    A demonstration sized by it shows the same thing on a laptop CPU and on an H100, in about the
+    same time.
+    """
+    from . import memory
+
+    rate = matmul_gflops(device, dtype) * 1e9
+    n = int((seconds * rate / 2) ** (1 / 3)) // step * step
+    fits = memory.largest_square_n(device, matrices=3, dtype=dtype) // step * step
+    return max(step, min(n, largest, fits))
 
 
 def copy_gbps(source: torch.device | str, destination: torch.device | str, nbytes: int = 64 * 2**20) -> float:
