@@ -191,3 +191,22 @@ def test_calibration_rates_are_measured_once_and_remembered():
     assert first > 0 and timing.matmul_gflops("cpu", torch.float32, n=64) == first
     assert timing.copy_gbps("cpu", "cpu", nbytes=2**16) > 0
     assert timing.fresh_memory_gbps(nbytes=2**20) == timing.fresh_memory_gbps(nbytes=2**20) > 0
+
+
+def test_matmul_n_for_sizes_a_multiply_by_the_measured_rate(monkeypatch):
+    from gpulab import memory
+
+    rates = {"slow": 1.0, "laptop": 100.0, "h100": 5e4}            # GFLOP/s
+    monkeypatch.setattr(memory, "largest_square_n", lambda device, matrices, dtype: 100_000)
+    for name, gflops in rates.items():
+        monkeypatch.setattr(timing, "matmul_gflops", lambda device, dtype=torch.float32, n=512, g=gflops: g)
+        n = timing.matmul_n_for(0.05, "cpu")
+        assert n % 256 == 0 and 256 <= n <= 8192, (name, n)
+        if 256 < n < 8192:
+            assert 2 * n**3 / (gflops * 1e9) <= 0.05 < 2 * (n + 256) ** 3 / (gflops * 1e9), (name, n)
+    assert [timing.matmul_n_for(0.05, "cpu") for _ in "x"] == [8192]                  # 50 TFLOP/s: the largest
+    monkeypatch.setattr(timing, "matmul_gflops", lambda device, dtype=torch.float32, n=512: 100.0)
+    assert timing.matmul_n_for(0.05, "cpu") == 1280                                   # (0.05 × 1e11 / 2)^(1/3) ≈ 1357
+    assert timing.matmul_n_for(1e-9, "cpu") == 256                                    # never below one step
+    monkeypatch.setattr(memory, "largest_square_n", lambda device, matrices, dtype: 1000)
+    assert timing.matmul_n_for(10.0, "cpu") == 768                                    # three matrices must fit
