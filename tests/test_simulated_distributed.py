@@ -285,6 +285,57 @@ def test_ddp_over_simulated_nccl_with_device_id(tmp_path):
         assert got["param_error"] < 1e-6
 
 
+SUBGROUPS = """
+mine = torch.device("cuda", rank)
+torch.cuda.set_device(mine)
+dist.init_process_group("nccl", device_id=mine)
+world = dist.get_world_size()
+groups = {n: dist.new_group(list(range(n))) for n in range(2, world + 1)}   # every rank makes every group
+sums = {}
+for n, group in groups.items():
+    if rank < n:                                   # the others are outside it: NCCL's no-color split
+        t = torch.full((2,), float(rank + 1), device=mine)
+        dist.all_reduce(t, group=group)
+        sums[n] = [t.tolist(), str(t.device)]
+results["sums"] = sums
+dist.barrier()
+"""
+
+
+def test_new_groups_of_every_size_after_device_id(tmp_path):
+    """distributed_c10d.py, ``_new_process_group_helper``: with ``device_id`` bound, a new group is split
+    from the default group's backend, and a rank outside it calls ``perform_nocolor_split``."""
+    results = _run(tmp_path, SUBGROUPS, ranks=4, simulate="4xh100")
+    for rank, got in results.items():
+        expected = {str(n): [[float(n * (n + 1) // 2)] * 2, f"cuda:{rank}"] for n in range(2, 5) if rank < n}
+        assert got["sums"] == expected, rank
+
+
+DEAD_PEER = """
+mine = torch.device("cuda", rank)
+dist.init_process_group("nccl", device_id=mine)
+t = torch.full((1,), 5.0, device=mine)
+if rank == 1:
+    os._exit(3)                                     # dies before the collective
+results["error"] = refusal(lambda: dist.all_reduce(t))
+results["value"] = t.item()
+report()
+os._exit(0)
+"""
+
+
+def test_a_collective_whose_peer_died_raises(tmp_path):
+    """A peer that died is an error, never the rank's own values handed back as the result. (NCCL's watchdog
+    reports it asynchronously; the simulated collective raises gloo's error at the call.)"""
+    script = tmp_path / "script.py"
+    script.write_text(PRELUDE + textwrap.dedent(DEAD_PEER))
+    done = subprocess.run([PYTHON, "-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={_free_port()}",
+                           str(script)], cwd=tmp_path, env=_environment(tmp_path, "2xh100"), capture_output=True,
+                          text=True, timeout=120)
+    got = json.loads((tmp_path / "result-0.json").read_text())
+    assert got["error"] is not None and "closed by peer" in got["error"][1], (got, done.stderr[-2000:])
+
+
 RENDEZVOUS = """
 own_port, shared_port, store_port = map(int, sys.argv[1:4])
 mine = torch.device("cuda", rank)

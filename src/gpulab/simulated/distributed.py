@@ -18,8 +18,10 @@ What is simulated, through PyTorch's own ``distributed_c10d`` code (``init_proce
   init, where NCCL finds it); ``recv`` from any source is refused as ProcessGroupNCCL does.
 
 Not simulated: NCCL's algorithms (ring, tree, NVLS) and its rounding order (gloo reduces);
-its asynchronous error handling, watchdog and flight recorder; CUDA streams (the work runs on
-gloo's threads); speed and bandwidth; ``ncclCommSplit`` (a new group makes new connections);
+its asynchronous error handling, watchdog and flight recorder (a collective ends before the call
+returns, and a peer that died raises gloo's error there); CUDA streams (the work runs on
+gloo's threads); speed and bandwidth; ``ncclCommSplit`` (a new group makes new connections, and a
+rank outside it does nothing);
 several nodes; ``_c10d_functional`` collectives (DTensor, FSDP2), which do not pass through here;
 ``torch.cuda.nccl``'s single-process collectives. Once ``init_process_group`` has returned,
 ``group._get_backend(cuda)`` answers with the gloo object itself (named "gloo"), not the stand-in.
@@ -146,6 +148,24 @@ class ProcessGroupNCCL(c10d.ProcessGroupGloo):
         """A rank outside a new group takes part in NCCL's split; here there is nothing to do."""
 
 
+def _get_split_source(pg):
+    """``distributed_c10d._get_split_source``, but never the gloo backend under a simulated nccl group.
+
+    After ``init_process_group(device_id=...)`` a new group is split from the default group's CUDA
+    backend, and every rank outside it calls ``perform_nocolor_split`` on it. C++ hands back that
+    backend as the gloo object it is (not :class:`ProcessGroupNCCL`); splitting is not simulated, so a
+    new group makes its own connections, as it does where NCCL cannot split.
+    """
+    source = _real_get_split_source(pg)
+    if isinstance(source, c10d.ProcessGroupGloo) and not isinstance(source, ProcessGroupNCCL) \
+            and "cuda:nccl" in c10d._world.pg_backend_config.get(pg, ""):
+        return None
+    return source
+
+
+_real_get_split_source = getattr(c10d, "_get_split_source", None)
+
+
 # ----------------------------------------------------------------- collectives on simulated CUDA tensors
 
 @functools.lru_cache(maxsize=None)
@@ -159,6 +179,9 @@ def _argument(op, args, kwargs, name: str):
     if index is None:
         return None
     return args[index] if index < len(args) else kwargs.get(name)
+
+
+_POINT_TO_POINT = {torch.ops.c10d.send.default, torch.ops.c10d.recv_.default, torch.ops.c10d.recv_any_source_.default}
 
 
 def _collective(op, node, *args, **kwargs):
@@ -195,6 +218,11 @@ def _collective(op, node, *args, **kwargs):
         # (tensors, Work): the Work's future gives the CUDA tensors, as ProcessGroupNCCL's does
         # (DDP's reducer makes its gradients from that value).
         work = c10d.Work.unbox(results[1])
+        if op not in _POINT_TO_POINT:
+            # The collective finishes here, as everything on the simulated GPUs does, and raises gloo's
+            # error (a peer that died) at the call: a Work made from a future never raises it, and the
+            # rank would go on with its own values (torch/csrc/distributed/c10d/Work.cpp, FutureWrappingWork).
+            work.wait()
         try:
             future = work.get_future().then(lambda done: tree_map(rewrap, done.value()))
             results = (results[0], torch._C._distributed_c10d._create_work_from_future(future).boxed())
@@ -232,4 +260,4 @@ def patches() -> list:
         (torch._C, "_nccl_version", lambda: version),
         (torch._C, "_nccl_version_suffix", lambda: b""),
         (tensors, "_SPECIAL", {**tensors._SPECIAL, **_collective_ops()}),
-    ]
+    ] + ([(c10d, "_get_split_source", _get_split_source)] if _real_get_split_source is not None else [])
