@@ -83,26 +83,53 @@ def test_every_exercise_has_right_and_wrong_answers():
             assert kinds.count("right") >= 2 and kinds.count("wrong") >= 1, f"{stem} {exercise}: {kinds}"
 
 
-@pytest.mark.parametrize("stem, number", [(stem, k) for stem in LESSONS for k in range(rounds(stem))])
-def test_answers_score_what_they_deserve(stem, number, tmp_path):
-    cases = cases_of(stem)
+ROUNDS = [(stem, k) for stem in LESSONS for k in range(rounds(stem))]
+
+
+def round_of(stem: str, number: int) -> tuple[dict[str, str], dict[str, tuple[str, set]]]:
+    """The answers of submission ``number`` (the solution where an exercise has fewer cases), and what
+    each exercise graded in it must fail."""
     answers, expected = dict(solution_answers(stem)), {}
-    for exercise, exercise_cases in cases.items():
+    for exercise, exercise_cases in cases_of(stem).items():
         if number < len(exercise_cases):
             kind, name, source, fails, _ = exercise_cases[number]
             answers[exercise] = source
             expected[exercise] = (f"{kind} answer '{name}'", fails)
-    # Exercises whose cases are used up are not graded again: the solution's full marks are checked below.
-    report = grading.grade(submission(stem, answers, tmp_path / f"{stem}.ipynb"), timeout=60, lesson=stem,
-                           only=sorted(expected), sandboxed=SANDBOXED)
+    return answers, expected
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """Every round of every lesson, graded together as a class's submissions are (a call per lesson and
+    set of exercises), so that the grader keeps its kernels busy. Exercises whose cases are used up are not graded again: the solution's full
+    marks are checked below."""
+    folder = tmp_path_factory.mktemp("answers")
+    by_lesson: dict[str, list] = {}
+    for stem, number in ROUNDS:
+        answers, expected = round_of(stem, number)
+        by_lesson.setdefault(stem, []).append((number, submission(stem, answers, folder / f"{stem}-{number}.ipynb"),
+                                               sorted(expected)))
+    reports = {}
+    for stem, submissions in by_lesson.items():
+        # grade_many grades one set of exercises: a round's exercises are graded as their own submission
+        for only in {tuple(only) for _, _, only in submissions}:
+            chosen = [(number, path) for number, path, exercises in submissions if tuple(exercises) == only]
+            found = grading.grade_many([path for _, path in chosen], timeout=60, lesson=stem, only=list(only),
+                                       sandboxed=SANDBOXED)
+            reports.update({(stem, number): report for (number, _), report in zip(chosen, found)})
+    return reports
+
+
+@pytest.mark.parametrize("stem, number", ROUNDS)
+def test_answers_score_what_they_deserve(stem, number, graded):
+    _, expected = round_of(stem, number)
+    report = graded[(stem, number)]
+    assert isinstance(report, grading.Report), f"{stem}, submission {number}: {report}"
     failed = failed_checks(report)
     wrong = {exercise: (what, sorted(fails), failed.get(exercise, {}))
              for exercise, (what, fails) in expected.items() if set(failed.get(exercise, {})) != fails}
     assert not wrong, "\n".join(f"{exercise}, {what}: should fail {fails}, failed {got}"
                                 for exercise, (what, fails, got) in wrong.items())
-
-
-ATTEMPTS = 1        # gradings in a row, of the solution and of the marked wrong answers, per lesson
 
 
 def test_grades_do_not_depend_on_a_quiet_machine(tmp_path):
@@ -115,17 +142,16 @@ def test_grades_do_not_depend_on_a_quiet_machine(tmp_path):
                 if marked:
                     _, name, source, fails, _ = marked[0]
                     wrong_answers[exercise], expected[exercise] = source, fails
-            solution = ROOT / "solutions" / f"{stem}.ipynb"
             wrong = submission(stem, wrong_answers, tmp_path / f"{stem}-wrong.ipynb")
-            for attempt in range(ATTEMPTS):
-                report = grading.grade(solution, timeout=60, lesson=stem, sandboxed=SANDBOXED)
-                assert report.total == report.max_total, f"{stem}, grading {attempt + 1} of {ATTEMPTS} under load:\n{report.table()}"
-                failed = failed_checks(grading.grade(wrong, timeout=60, lesson=stem, only=sorted(expected),
-                                                     sandboxed=SANDBOXED))
-                for exercise, fails in expected.items():
-                    assert set(failed[exercise]) == fails, (
-                        f"{stem} {exercise}, grading {attempt + 1} of {ATTEMPTS} under load: should fail {sorted(fails)}, "
-                        f"failed {failed[exercise]}")
+            solution, graded_wrong = grading.grade_many([ROOT / "solutions" / f"{stem}.ipynb", wrong], timeout=60,
+                                                        lesson=stem, sandboxed=SANDBOXED)
+            assert solution.total == solution.max_total, f"{stem}, graded under load:\n{solution.table()}"
+            failed = failed_checks(graded_wrong)
+            for exercise in set(failed) - set(expected):
+                assert not failed[exercise], f"{stem} {exercise} holds the solution's answer, graded under load: {failed[exercise]}"
+            for exercise, fails in expected.items():
+                assert set(failed[exercise]) == fails, (
+                    f"{stem} {exercise}, graded under load: should fail {sorted(fails)}, failed {failed[exercise]}")
     finally:
         busy.kill()
         busy.wait()

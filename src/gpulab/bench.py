@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-__all__ = ["BenchError", "Recorded", "find_lessons", "record_of", "run_lesson"]
+__all__ = ["BenchError", "Recorded", "find_lessons", "record_of", "record_panels", "run_lesson"]
 
 
 class BenchError(Exception):
@@ -155,8 +155,8 @@ def run_lesson(
     from IPython.core.interactiveshell import InteractiveShell
     from IPython.utils.capture import capture_output
 
-    from . import distributed, plots
-    from .widgets import Panel, _release_memory
+    from . import distributed
+    from .widgets import _release_memory
 
     path, out = Path(path), Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -177,18 +177,8 @@ def run_lesson(
                     detail = f"{type(error).__name__}: {error}" if error is not None else "it failed"
                     tail = captured.stdout[-2000:].strip()
                     raise BenchError(f"{path.name}, code cell {number}: {detail}" + (f"\n{tail}" if tail else ""))
-                for value in list(shell.user_ns.values()):
-                    if not isinstance(value, Panel) or id(value) in seen or value.runs == 0:
-                        continue
-                    seen.add(id(value))
-                    if value.name is None:
-                        continue
-                    if value.error is not None:
-                        raise BenchError(f"{path.name}: panel {value.name!r} failed: "
-                                         f"{type(value.error).__name__}: {value.error}")
-                    if any(r.name == value.name for r in recorded):
-                        raise BenchError(f"{path.name}: two panels are named {value.name!r}")
-                    recorded.append(_write(value, path.stem, out, command, plots))
+                recorded += record_panels(shell.user_ns, path.stem, out, command=command, seen=seen,
+                                          recorded=recorded)
                 if progress is not None:
                     progress(number, len(cells), path.stem)
     finally:
@@ -201,6 +191,33 @@ def run_lesson(
         shell.reset(new_session=False)
         _release_memory()
     return recorded
+
+
+def record_panels(namespace: dict, lesson: str, out: Path, *, command: str = "gpulab bench",
+                  seen: set[int] | None = None, recorded: list[Recorded] = ()) -> list[Recorded]:
+    """Record every named panel in ``namespace`` that has run and is not in ``seen`` (ids, updated).
+
+    :func:`run_lesson` calls it after each cell; a kernel that has run a lesson calls it once
+    with its own namespace (``get_ipython().user_ns``). Raises :class:`BenchError` for a panel
+    whose run failed, or a name already in ``recorded`` or used twice.
+    """
+    from . import plots
+    from .widgets import Panel
+
+    seen = set() if seen is None else seen
+    new: list[Recorded] = []
+    for value in list(namespace.values()):
+        if not isinstance(value, Panel) or id(value) in seen or value.runs == 0:
+            continue
+        seen.add(id(value))
+        if value.name is None:
+            continue
+        if value.error is not None:
+            raise BenchError(f"{lesson}: panel {value.name!r} failed: {type(value.error).__name__}: {value.error}")
+        if any(r.name == value.name for r in [*recorded, *new]):
+            raise BenchError(f"{lesson}: two panels are named {value.name!r}")
+        new.append(_write(value, lesson, Path(out), command, plots))
+    return new
 
 
 def _write(panel, lesson: str, out: Path, command: str, plots) -> Recorded:

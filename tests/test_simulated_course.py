@@ -1,0 +1,108 @@
+"""The whole course on a simulated T4 and on a simulated node of four H100s (``GPULAB_SIMULATE``).
+
+For each machine, as a reader with that GPU would run it:
+
+- every lesson and every solution notebook under nbval, in kernels on the simulated machine; each
+  cell's output is read, and a cell that says the machine lacks hardware it has fails
+  (tests/nbval_outputs.py);
+- every lesson's panels recorded as ``gpulab bench`` records them, in the kernel that ran the
+  lesson: each named panel's GPU path runs and its figure is drawn;
+- every solution graded (full marks) and every exercise notebook graded (zero) by the real
+  grader, its kernels on the same simulated machine.
+
+The notebooks run in a pytest of their own while this one grades, so that both cores stay busy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from gpulab import figures, grading, sandbox
+
+from conftest import ROOT
+from nbval_outputs import contradictions, text_of
+
+MACHINES = ("t4", "4xh100")
+SANDBOXED = not sandbox.unavailable()
+
+
+def test_a_line_that_says_hardware_is_missing_is_read_against_the_machine():
+    lines = {
+        "Needs a CUDA GPU — this machine has none. On one, a 64 MiB copy …": 1,
+        "needs a CUDA GPU — this machine has cpu; the timeline in section 8 shows the same steps": 1,
+        "Needs an accelerator — this machine has none.": 1,
+        "1 CUDA GPU: two GPUs needed for the GPU version; the CPU-process analogue instead": 2,
+        "this demonstration needs 2 GPUs": 2,
+        "no CUDA GPUs: the lesson runs gloo on CPU processes": 1,
+    }
+    for line, needed in lines.items():
+        assert contradictions(line, needed - 1) == [], line          # true on a machine without them
+        assert contradictions(line, needed) == [line], line           # false on one with them
+    innocent = ("one GPU: NCCL runs one process per GPU, and this lesson runs 2 or more processes",
+                "cuda:0  Tesla T4 (simulated)  14.7 GiB", "NCCL gives no GPU per process to share")
+    for line in innocent:
+        assert contradictions(line, 4) == [], line
+
+
+def test_the_text_of_outputs_is_what_a_reader_sees():
+    outputs = [{"output_type": "stream", "name": "stdout", "text": "a line\n"},
+               {"output_type": "display_data", "data": {"text/html": "<b>x</b> &lt; y", "text/plain": "<HTML>"}},
+               {"output_type": "display_data", "data": {"text/plain": "VBox()",
+                                                         "application/vnd.jupyter.widget-view+json": {}}},
+               {"output_type": "error", "ename": "RuntimeError", "evalue": "boom", "traceback": []}]
+    assert text_of(outputs) == "a line\n x  < yRuntimeError: boom"
+
+
+def notebooks(folder: str) -> list:
+    return sorted((ROOT / folder).glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_the_course_runs_and_grades_on_a_simulated_machine(machine, tmp_path, monkeypatch):
+    outputs, panels = tmp_path / "outputs", tmp_path / "bench"
+    env = {**os.environ, "GPULAB_SIMULATE": machine, "GPULAB_NBVAL_OUTPUTS": str(outputs),
+           "GPULAB_NBVAL_BENCH": str(panels),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")]))}
+    log = tmp_path / "nbval.log"
+    with log.open("w") as out:
+        run = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "nbval_outputs", "-q", "--no-header",
+                                "notebooks", "solutions"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        monkeypatch.setenv("GPULAB_SIMULATE", machine)         # the grader's kernels run on the simulated machine
+        reports = grading.grade_many(notebooks("solutions") + notebooks("exercises"), timeout=120,
+                                     sandboxed=SANDBOXED)
+        returncode = run.wait(timeout=1800)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    text = log.read_text()
+
+    graded = {}
+    for path, report in zip(notebooks("solutions") + notebooks("exercises"), reports):
+        assert isinstance(report, grading.Report), f"{path}: {report}"
+        graded[f"{path.parent.name}/{path.name}"] = report
+    wrong = [f"{name}: {report.total:g} / {report.max_total:g}\n{report.table()}" for name, report in graded.items()
+             if report.total != (report.max_total if name.startswith("solutions/") else 0)]
+    assert not wrong, f"on a simulated {machine}:\n" + "\n\n".join(wrong)
+
+    assert returncode == 0, f"nbval on a simulated {machine}:\n{text[-8000:]}"
+    recorded = {}
+    for lesson in notebooks("notebooks"):
+        found = json.loads((panels / f"{lesson.stem}.json").read_text())
+        assert "error" not in found, f"{lesson.stem}'s panels on a simulated {machine}: {found['error']}"
+        recorded.update(found["panels"])
+        for status in found["statuses"]:
+            assert status.startswith("✓"), f"a panel of {lesson.stem} on a simulated {machine}: {status}"
+    assert set(recorded) == set(figures.FOR_PANEL), f"panels recorded on a simulated {machine}"
+    for name, record in recorded.items():
+        assert not re.search(r"NOT RETURNED|failed|✗", record["summary"]), f"{name} on a simulated {machine}: {record['summary']}"
+    for name, record in recorded.items():
+        with open(record["png"], "rb") as png:
+            assert png.read(8) == b"\x89PNG\r\n\x1a\n", f"{name}'s figure on a simulated {machine}"
