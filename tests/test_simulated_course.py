@@ -10,7 +10,8 @@ For each machine, as a reader with that GPU would run it:
 - every solution graded (full marks) and every exercise notebook graded (zero) by the real
   grader, its kernels on the same simulated machine.
 
-The notebooks run in a pytest of their own while this one grades, so that both cores stay busy.
+Both machines' notebooks run at once, each in a pytest of its own, while this one grades: the
+machine's two cores stay busy.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from conftest import ROOT
 from nbval_outputs import contradictions, text_of
 
 MACHINES = ("t4", "4xh100")
+# A simulated GPU's speed is this CPU's: panels run the same code with smaller settings, sooner.
+PANEL_LIMIT_S = 5
 SANDBOXED = not sandbox.unavailable()
 
 
@@ -63,27 +66,43 @@ def notebooks(folder: str) -> list:
     return sorted((ROOT / folder).glob("*.ipynb"))
 
 
-@pytest.mark.parametrize("machine", MACHINES)
-def test_the_course_runs_and_grades_on_a_simulated_machine(machine, tmp_path, monkeypatch):
-    outputs, panels = tmp_path / "outputs", tmp_path / "bench"
-    env = {**os.environ, "GPULAB_SIMULATE": machine, "GPULAB_NBVAL_OUTPUTS": str(outputs),
-           "GPULAB_NBVAL_BENCH": str(panels),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")]))}
-    log = tmp_path / "nbval.log"
-    with log.open("w") as out:
-        run = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "nbval_outputs", "-q", "--no-header",
-                                "notebooks", "solutions"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Both machines at once: each machine's nbval in a pytest of its own, while this process grades
+    every solution and exercise notebook on one machine, then the other. {machine: (returncode, log,
+    outputs folder, panels folder, reports)}."""
+    started = {}
+    for machine in MACHINES:
+        folder = tmp_path_factory.mktemp(machine)
+        env = {**os.environ, "GPULAB_SIMULATE": machine, "GPULAB_NBVAL_OUTPUTS": str(folder / "outputs"),
+               "GPULAB_NBVAL_BENCH": str(folder / "bench"), "GPULAB_PANEL_LIMIT_S": str(PANEL_LIMIT_S),
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")]))}
+        with (folder / "nbval.log").open("w") as out:
+            started[machine] = (folder, subprocess.Popen(
+                [sys.executable, "-m", "pytest", "-p", "nbval_outputs", "-q", "--no-header", "--durations=15",
+                 "notebooks", "solutions"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT))
+    results = {}
     try:
-        monkeypatch.setenv("GPULAB_SIMULATE", machine)         # the grader's kernels run on the simulated machine
-        reports = grading.grade_many(notebooks("solutions") + notebooks("exercises"), timeout=120,
-                                     sandboxed=SANDBOXED)
-        returncode = run.wait(timeout=1800)
+        for machine, (folder, run) in started.items():
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setenv("GPULAB_SIMULATE", machine)        # the grader's kernels run on the simulated machine
+                reports = grading.grade_many(notebooks("solutions") + notebooks("exercises"), timeout=120,
+                                             sandboxed=SANDBOXED)
+            results[machine] = [folder, None, reports]
+        for machine, (folder, run) in started.items():
+            results[machine][1] = run.wait(timeout=2400)
     finally:
-        if run.poll() is None:
-            run.kill()
-            run.wait()
-    text = log.read_text()
+        for folder, run in started.values():
+            if run.poll() is None:
+                run.kill()
+                run.wait()
+    return {machine: (returncode, (folder / "nbval.log").read_text(), folder / "outputs", folder / "bench", reports)
+            for machine, (folder, returncode, reports) in results.items()}
 
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_every_solution_scores_full_marks_and_every_exercise_zero_on_a_simulated_machine(machine, runs):
+    *_, reports = runs[machine]
     graded = {}
     for path, report in zip(notebooks("solutions") + notebooks("exercises"), reports):
         assert isinstance(report, grading.Report), f"{path}: {report}"
@@ -92,7 +111,18 @@ def test_the_course_runs_and_grades_on_a_simulated_machine(machine, tmp_path, mo
              if report.total != (report.max_total if name.startswith("solutions/") else 0)]
     assert not wrong, f"on a simulated {machine}:\n" + "\n\n".join(wrong)
 
-    assert returncode == 0, f"nbval on a simulated {machine}:\n{text[-8000:]}"
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_every_notebook_runs_and_says_what_the_machine_has(machine, runs):
+    returncode, log, outputs, *_ = runs[machine]
+    assert returncode == 0, f"nbval on a simulated {machine}:\n{log[-8000:]}"
+    assert sorted(path.stem for path in (outputs / "notebooks").glob("*.txt")) == [p.stem for p in notebooks("notebooks")]
+    assert sorted(path.stem for path in (outputs / "solutions").glob("*.txt")) == [p.stem for p in notebooks("solutions")]
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_every_panel_runs_its_gpu_path_and_draws_its_figure(machine, runs):
+    *_, panels, _ = runs[machine]
     recorded = {}
     for lesson in notebooks("notebooks"):
         found = json.loads((panels / f"{lesson.stem}.json").read_text())
@@ -103,6 +133,5 @@ def test_the_course_runs_and_grades_on_a_simulated_machine(machine, tmp_path, mo
     assert set(recorded) == set(figures.FOR_PANEL), f"panels recorded on a simulated {machine}"
     for name, record in recorded.items():
         assert not re.search(r"NOT RETURNED|failed|✗", record["summary"]), f"{name} on a simulated {machine}: {record['summary']}"
-    for name, record in recorded.items():
         with open(record["png"], "rb") as png:
             assert png.read(8) == b"\x89PNG\r\n\x1a\n", f"{name}'s figure on a simulated {machine}"

@@ -188,6 +188,19 @@ def test_a_costlier_setting_elsewhere_lowers_the_cap_and_a_cheaper_one_restores_
     assert panel.run() is not None
 
 
+def test_the_limit_is_15_seconds_or_what_gpulab_panel_limit_s_says(monkeypatch):
+    monkeypatch.delenv("GPULAB_PANEL_LIMIT_S", raising=False)
+    assert widgets.default_limit_s() == 15.0 and capped_panel(limit_s=None).limit_s == 15.0
+    monkeypatch.setenv("GPULAB_PANEL_LIMIT_S", "5")
+    panel = capped_panel(limit_s=None)
+    assert panel.limit_s == 5.0 and list(panel.controls["max_n"].options) == [2, 4]     # 8 would take 8 s
+    assert capped_panel(limit_s=15.0).limit_s == 15.0                                   # a panel's own limit wins
+    for bad in ("soon", "0", "-3"):
+        monkeypatch.setenv("GPULAB_PANEL_LIMIT_S", bad)
+        with pytest.raises(ValueError, match="GPULAB_PANEL_LIMIT_S"):
+            widgets.default_limit_s()
+
+
 def test_nothing_hidden_says_nothing_and_byte_sliders_keep_their_labels():
     panel = capped_panel(limit_s=1e6)
     assert panel.hint.value == "" and panel.hidden["max_n"] == []

@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import gc
 import html
+import os
 import time
 import traceback
 from typing import Any, Callable, Mapping
@@ -27,7 +28,7 @@ import ipywidgets as w
 
 from . import plots
 
-__all__ = ["Panel", "bytes_slider", "checkbox", "choice_slider", "dropdown", "int_slider", "log2_slider",
+__all__ = ["Panel", "bytes_slider", "checkbox", "choice_slider", "default_limit_s", "dropdown", "int_slider", "log2_slider",
            "powers_of_two"]
 
 _STYLE = {"description_width": "initial"}
@@ -142,6 +143,25 @@ def _release_memory() -> None:
         torch.mps.empty_cache()
 
 
+LIMIT_S = 15.0    # what a room waits for after a slider moves
+
+
+def default_limit_s() -> float:
+    """Seconds a panel's run may take: 15, or ``GPULAB_PANEL_LIMIT_S`` where it is set.
+
+    The test runs on simulated GPUs set it lower: there a run measures this CPU, and a smaller
+    setting runs the same code sooner.
+    """
+    value = os.environ.get("GPULAB_PANEL_LIMIT_S", "")
+    try:
+        limit = float(value) if value else LIMIT_S
+    except ValueError:
+        raise ValueError(f"GPULAB_PANEL_LIMIT_S={value!r}: give seconds, such as 5") from None
+    if not limit > 0:
+        raise ValueError(f"GPULAB_PANEL_LIMIT_S={value!r}: give seconds above 0")
+    return limit
+
+
 class Panel:
     """An experiment with controls, a Run button, a progress bar, a status line and a plot.
 
@@ -155,6 +175,7 @@ class Panel:
       this machine (see :func:`gpulab.timing.expected_seconds`). Each slider then offers
       only the settings that finish within ``limit_s``, given the other controls' values, and
       a line under the controls says what is hidden. Slider options must grow in cost.
+      ``limit_s`` defaults to :func:`default_limit_s`.
 
     After a run, ``result`` holds the last result (or None) and ``error`` the last
     exception (or None); ``elapsed_s`` is how long the run took and ``experiment_s`` how long
@@ -172,7 +193,7 @@ class Panel:
         name: str | None = None,
         figsize: tuple[float, float] = (9.0, 3.6),
         estimate_s: Callable[..., float] | None = None,
-        limit_s: float = 15.0,
+        limit_s: float | None = None,
     ):
         self.experiment = experiment
         self.controls = dict(controls)
@@ -203,7 +224,7 @@ class Panel:
         # Time caps: a slider offers only the settings that ``estimate_s`` says finish within
         # ``limit_s`` on this machine, given the other controls' current values.
         self.estimate_s = estimate_s
-        self.limit_s = limit_s
+        self.limit_s = limit_s if limit_s is not None else default_limit_s()
         self.hidden: dict[str, list] = {}
         self._all_options = {name: list(control.options) for name, control in self.controls.items()
                              if isinstance(control, w.SelectionSlider)}
