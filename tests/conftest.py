@@ -62,7 +62,19 @@ def _left_behind() -> list[str]:
     return sorted({p.name for p in _TEMP.glob("gpulab-*")} - _TEMP_BEFORE)
 
 
+def pytest_collection_finish(session):
+    # The simulated machines' notebook runs take long: they start now and run beside the other tests.
+    if session.config.option.collectonly or os.environ.get("GPULAB_SIMULATED_COURSE") != "1":
+        return
+    if any(item.nodeid.startswith("tests/test_simulated_course.py::test_every") for item in session.items):
+        import test_simulated_course
+        test_simulated_course.start_notebook_runs()
+
+
 def pytest_sessionfinish(session, exitstatus):
+    import sys
+    if "test_simulated_course" in sys.modules:
+        sys.modules["test_simulated_course"].stop_notebook_runs()
     deadline = time.monotonic() + CLEANUP_GRACE_S
     while (left := _left_behind()) and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -10,8 +10,9 @@ For each machine, as a reader with that GPU would run it:
 - every solution graded (full marks) and every exercise notebook graded (zero) by the real
   grader, its kernels on the same simulated machine.
 
-Both machines' notebooks run at once, each in a pytest of its own, while this one grades: the
-machine's two cores stay busy.
+Both machines' notebooks run at once, each in a pytest of its own, started as soon as the session's
+tests are collected (tests/conftest.py), so that they run beside the rest of the suite; this process
+grades when the module's tests come.
 """
 
 from __future__ import annotations
@@ -19,8 +20,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -30,6 +34,9 @@ from conftest import ROOT
 from nbval_outputs import contradictions, text_of
 
 MACHINES = ("t4", "4xh100")
+# The runs take about 15 minutes on two cores: `make test-simulated` runs them (GPULAB_SIMULATED_COURSE=1).
+ENABLED = os.environ.get("GPULAB_SIMULATED_COURSE") == "1"
+whole_course = pytest.mark.skipif(not ENABLED, reason="the whole course on simulated GPUs runs with make test-simulated")
 # A simulated GPU's speed is this CPU's: panels run the same code with smaller settings, sooner.
 PANEL_LIMIT_S = 5
 SANDBOXED = not sandbox.unavailable()
@@ -66,40 +73,64 @@ def notebooks(folder: str) -> list:
     return sorted((ROOT / folder).glob("*.ipynb"))
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """Both machines at once: each machine's nbval in a pytest of its own, while this process grades
-    every solution and exercise notebook on one machine, then the other. {machine: (returncode, log,
-    outputs folder, panels folder, reports)}."""
-    started = {}
+_started: dict = {}      # machine → (folder, its nbval process), once started
+_scratch: list = []
+
+
+def start_notebook_runs() -> None:
+    """Start each machine's nbval, once. tests/conftest.py calls this as soon as the session's tests are
+    collected: the notebooks then run beside the rest of the suite, on the time its waits leave idle."""
+    if _started:
+        return
+    root = Path(tempfile.mkdtemp(prefix="simulated-course-"))
+    _scratch.append(root)
     for machine in MACHINES:
-        folder = tmp_path_factory.mktemp(machine)
+        folder = root / machine
+        folder.mkdir()
         env = {**os.environ, "GPULAB_SIMULATE": machine, "GPULAB_NBVAL_OUTPUTS": str(folder / "outputs"),
                "GPULAB_NBVAL_BENCH": str(folder / "bench"), "GPULAB_PANEL_LIMIT_S": str(PANEL_LIMIT_S),
                "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")]))}
         with (folder / "nbval.log").open("w") as out:
-            started[machine] = (folder, subprocess.Popen(
+            _started[machine] = (folder, subprocess.Popen(
                 [sys.executable, "-m", "pytest", "-p", "nbval_outputs", "-q", "--no-header", "--durations=15",
-                 "notebooks", "solutions"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT))
+                 "-p", "no:cacheprovider", "notebooks", "solutions"],
+                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT))
+
+
+def stop_notebook_runs() -> None:
+    """End what is still running and remove the scratch folder (also called at the session's end)."""
+    for _, run in _started.values():
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    while _scratch:
+        shutil.rmtree(_scratch.pop(), ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def runs():
+    """{machine: (returncode, log, outputs folder, panels folder, reports)}: each machine's nbval (started
+    when the session began, or now), and every solution and exercise notebook graded here on one machine,
+    then the other, while they run."""
+    start_notebook_runs()
     results = {}
     try:
-        for machine, (folder, run) in started.items():
+        for machine in MACHINES:
             with pytest.MonkeyPatch.context() as patch:
                 patch.setenv("GPULAB_SIMULATE", machine)        # the grader's kernels run on the simulated machine
-                reports = grading.grade_many(notebooks("solutions") + notebooks("exercises"), timeout=120,
-                                             sandboxed=SANDBOXED)
-            results[machine] = [folder, None, reports]
-        for machine, (folder, run) in started.items():
-            results[machine][1] = run.wait(timeout=2400)
+                results[machine] = grading.grade_many(notebooks("solutions") + notebooks("exercises"), timeout=120,
+                                                      sandboxed=SANDBOXED)
+        found = {}
+        for machine, (folder, run) in _started.items():
+            returncode = run.wait(timeout=2400)
+            found[machine] = (returncode, (folder / "nbval.log").read_text(), folder / "outputs", folder / "bench",
+                              results[machine])
+        yield found
     finally:
-        for folder, run in started.values():
-            if run.poll() is None:
-                run.kill()
-                run.wait()
-    return {machine: (returncode, (folder / "nbval.log").read_text(), folder / "outputs", folder / "bench", reports)
-            for machine, (folder, returncode, reports) in results.items()}
+        stop_notebook_runs()
 
 
+@whole_course
 @pytest.mark.parametrize("machine", MACHINES)
 def test_every_solution_scores_full_marks_and_every_exercise_zero_on_a_simulated_machine(machine, runs):
     *_, reports = runs[machine]
@@ -112,6 +143,7 @@ def test_every_solution_scores_full_marks_and_every_exercise_zero_on_a_simulated
     assert not wrong, f"on a simulated {machine}:\n" + "\n\n".join(wrong)
 
 
+@whole_course
 @pytest.mark.parametrize("machine", MACHINES)
 def test_every_notebook_runs_and_says_what_the_machine_has(machine, runs):
     returncode, log, outputs, *_ = runs[machine]
@@ -120,6 +152,7 @@ def test_every_notebook_runs_and_says_what_the_machine_has(machine, runs):
     assert sorted(path.stem for path in (outputs / "solutions").glob("*.txt")) == [p.stem for p in notebooks("solutions")]
 
 
+@whole_course
 @pytest.mark.parametrize("machine", MACHINES)
 def test_every_panel_runs_its_gpu_path_and_draws_its_figure(machine, runs):
     *_, panels, _ = runs[machine]
