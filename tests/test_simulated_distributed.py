@@ -313,7 +313,7 @@ def test_new_groups_of_every_size_after_device_id(tmp_path):
 
 DEAD_PEER = """
 mine = torch.device("cuda", rank)
-dist.init_process_group("nccl", device_id=mine)
+dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{sys.argv[1]}", rank=rank, world_size=2, device_id=mine)
 t = torch.full((1,), 5.0, device=mine)
 if rank == 1:
     os._exit(3)                                     # dies before the collective
@@ -326,14 +326,18 @@ os._exit(0)
 
 def test_a_collective_whose_peer_died_raises(tmp_path):
     """A peer that died is an error, never the rank's own values handed back as the result. (NCCL's watchdog
-    reports it asynchronously; the simulated collective raises gloo's error at the call.)"""
+    reports it asynchronously; the simulated collective raises gloo's error at the call.) Plain processes: under
+    torchrun the agent would stop rank 0 as soon as rank 1 exits, before rank 0 can say what it saw."""
     script = tmp_path / "script.py"
     script.write_text(PRELUDE + textwrap.dedent(DEAD_PEER))
-    done = subprocess.run([PYTHON, "-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={_free_port()}",
-                           str(script)], cwd=tmp_path, env=_environment(tmp_path, "2xh100"), capture_output=True,
-                          text=True, timeout=120)
+    env, port = _environment(tmp_path, "2xh100"), _free_port()
+    processes = [subprocess.Popen([PYTHON, str(script), str(port)], cwd=tmp_path, env={**env, "RANK": str(i)},
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                 for i in range(2)]
+    done = _communicate(processes)
+    assert [status for status, _, _ in done] == [0, 3], done
     got = json.loads((tmp_path / "result-0.json").read_text())
-    assert got["error"] is not None and "closed by peer" in got["error"][1], (got, done.stderr[-2000:])
+    assert got["error"] is not None and "closed by peer" in got["error"][1], (got, done[0][2][-2000:])
 
 
 RENDEZVOUS = """
