@@ -1,7 +1,7 @@
 # make lab      — set up .venv if needed and start JupyterLab on the lessons
 #                 (GPULAB_SIMULATE=t4 make lab: the same on a simulated T4; 4xh100 for a node of four H100s)
 # make test     — set up .venv if needed and run every test (also under Colab's ipywidgets 7.7.1)
-# make test-simulated — the whole course on a simulated T4 and a simulated node of four H100s (~15 min)
+# make test-simulated — only the whole course on a simulated T4 and a node of four H100s (part of make test)
 # make test-gpu — on a CUDA machine: every test with no CUDA test skipped, then reference records
 
 PYTHON ?= python3
@@ -48,7 +48,7 @@ test-colab: $(VENV_COLAB)/.installed
 
 # Every lesson and solution under nbval, every panel and every grading, on GPULAB_SIMULATE=t4 and =4xh100.
 test-simulated: $(VENV)/.installed
-	GPULAB_SIMULATED_COURSE=1 $(VENV)/bin/python -m pytest tests/test_simulated_course.py
+	$(VENV)/bin/python -m pytest tests/test_simulated_course.py
 
 # The GPU runner. GPU_PYTHON is the Python to test with: .venv's by default; on a prepared offline
 # machine tools/gpu-runner/run.sh passes its own. PYTEST_ARGS narrows the suite when needed.

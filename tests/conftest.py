@@ -62,11 +62,19 @@ def _left_behind() -> list[str]:
     return sorted({p.name for p in _TEMP.glob("gpulab-*")} - _TEMP_BEFORE)
 
 
+def _course_test(item) -> bool:
+    return item.nodeid.startswith("tests/test_simulated_course.py::test_every")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    # The simulated course's tests read runs that take most of the session: they come last, so the
+    # rest of the suite runs while those runs do.
+    items[:] = [item for item in items if not _course_test(item)] + [item for item in items if _course_test(item)]
+
+
 def pytest_collection_finish(session):
-    # The simulated machines' notebook runs take long: they start now and run beside the other tests.
-    if session.config.option.collectonly or os.environ.get("GPULAB_SIMULATED_COURSE") != "1":
-        return
-    if any(item.nodeid.startswith("tests/test_simulated_course.py::test_every") for item in session.items):
+    # ...and the runs start now.
+    if not session.config.option.collectonly and any(_course_test(item) for item in session.items):
         import test_simulated_course
         test_simulated_course.start_notebook_runs()
 

@@ -7,12 +7,12 @@ For each machine, as a reader with that GPU would run it:
   (tests/nbval_outputs.py);
 - every lesson's panels recorded as ``gpulab bench`` records them, in the kernel that ran the
   lesson: each named panel's GPU path runs and its figure is drawn;
-- every solution graded (full marks) and every exercise notebook graded (zero) by the real
-  grader, its kernels on the same simulated machine.
+- every solution graded (full marks) and every exercise notebook graded (zero) by ``gpulab grade``,
+  its kernels on the same simulated machine.
 
-Both machines' notebooks run at once, each in a pytest of its own, started as soon as the session's
-tests are collected (tests/conftest.py), so that they run beside the rest of the suite; this process
-grades when the module's tests come.
+Both machines run at once, each a background thread that runs those steps one after another in
+processes of their own. They start as soon as the session's tests are collected, and this module's
+tests run last (tests/conftest.py), so the course runs beside the rest of the suite.
 """
 
 from __future__ import annotations
@@ -24,19 +24,17 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
 
-from gpulab import figures, grading, sandbox
+from gpulab import figures, sandbox
 
 from conftest import ROOT
 from nbval_outputs import contradictions, text_of
 
 MACHINES = ("t4", "4xh100")
-# The runs take about 15 minutes on two cores: `make test-simulated` runs them (GPULAB_SIMULATED_COURSE=1).
-ENABLED = os.environ.get("GPULAB_SIMULATED_COURSE") == "1"
-whole_course = pytest.mark.skipif(not ENABLED, reason="the whole course on simulated GPUs runs with make test-simulated")
 # A simulated GPU's speed is this CPU's: panels run the same code with smaller settings, sooner.
 PANEL_LIMIT_S = 5
 SANDBOXED = not sandbox.unavailable()
@@ -73,89 +71,116 @@ def notebooks(folder: str) -> list:
     return sorted((ROOT / folder).glob("*.ipynb"))
 
 
-_started: dict = {}      # machine → (folder, its nbval process), once started
+_started: dict = {}      # machine → its Run, once started
 _scratch: list = []
 
 
+class Run:
+    """One machine's share of the course, in the background: nbval on every lesson and solution, then
+    ``gpulab grade`` (the instructors' command) on the solutions and on the exercise notebooks."""
+
+    def __init__(self, machine: str, folder: Path):
+        self.machine, self.folder = machine, folder
+        self.env = {**os.environ, "GPULAB_SIMULATE": machine, "GPULAB_NBVAL_OUTPUTS": str(folder / "outputs"),
+                    "GPULAB_NBVAL_BENCH": str(folder / "bench"), "GPULAB_PANEL_LIMIT_S": str(PANEL_LIMIT_S),
+                    "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")]))}
+        self.steps = {
+            "nbval": [sys.executable, "-m", "pytest", "-p", "nbval_outputs", "-q", "--no-header", "--durations=15",
+                      "-p", "no:cacheprovider", "notebooks", "solutions"],
+            **{f"grade-{kind}": [sys.executable, "-m", "gpulab", "grade", "--jobs", "1", "--timeout", "120",
+                                 "--csv", str(folder / f"{kind}.csv"), *([] if SANDBOXED else ["--no-sandbox"]),
+                                 str(ROOT / kind)] for kind in ("solutions", "exercises")}}
+        self.returncodes: dict = {}
+        self.process = None
+        self.stopped = False
+        self.thread = threading.Thread(target=self._run, name=f"simulated-{machine}", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        # One step at a time: each machine keeps one kernel busy, and the rest of the suite the other core.
+        for step, command in self.steps.items():
+            with (self.folder / f"{step}.log").open("w") as out:
+                if self.stopped:
+                    return
+                self.process = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT)
+                self.returncodes[step] = self.process.wait()
+
+    def log(self, step: str) -> str:
+        path = self.folder / f"{step}.log"
+        return path.read_text() if path.exists() else "(not started)"
+
+    def wait(self, timeout: float) -> None:
+        self.thread.join(timeout)
+
+    def stop(self) -> None:
+        self.stopped = True
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self.thread.join(10)
+
+
 def start_notebook_runs() -> None:
-    """Start each machine's nbval, once. tests/conftest.py calls this as soon as the session's tests are
-    collected: the notebooks then run beside the rest of the suite, on the time its waits leave idle."""
+    """Start each machine's run, once. tests/conftest.py calls this as soon as the session's tests are
+    collected, and puts this module's tests last: the course runs beside the rest of the suite."""
     if _started:
         return
     root = Path(tempfile.mkdtemp(prefix="simulated-course-"))
     _scratch.append(root)
     for machine in MACHINES:
-        folder = root / machine
-        folder.mkdir()
-        env = {**os.environ, "GPULAB_SIMULATE": machine, "GPULAB_NBVAL_OUTPUTS": str(folder / "outputs"),
-               "GPULAB_NBVAL_BENCH": str(folder / "bench"), "GPULAB_PANEL_LIMIT_S": str(PANEL_LIMIT_S),
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")]))}
-        with (folder / "nbval.log").open("w") as out:
-            _started[machine] = (folder, subprocess.Popen(
-                [sys.executable, "-m", "pytest", "-p", "nbval_outputs", "-q", "--no-header", "--durations=15",
-                 "-p", "no:cacheprovider", "notebooks", "solutions"],
-                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT))
+        (root / machine).mkdir()
+        _started[machine] = Run(machine, root / machine)
 
 
 def stop_notebook_runs() -> None:
     """End what is still running and remove the scratch folder (also called at the session's end)."""
-    for _, run in _started.values():
-        if run.poll() is None:
-            run.kill()
-            run.wait()
+    for run in _started.values():
+        run.stop()
     while _scratch:
         shutil.rmtree(_scratch.pop(), ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
 def runs():
-    """{machine: (returncode, log, outputs folder, panels folder, reports)}: each machine's nbval (started
-    when the session began, or now), and every solution and exercise notebook graded here on one machine,
-    then the other, while they run."""
+    """{machine: its finished Run}: started when the session's tests were collected (or now)."""
     start_notebook_runs()
-    results = {}
     try:
-        for machine in MACHINES:
-            with pytest.MonkeyPatch.context() as patch:
-                patch.setenv("GPULAB_SIMULATE", machine)        # the grader's kernels run on the simulated machine
-                results[machine] = grading.grade_many(notebooks("solutions") + notebooks("exercises"), timeout=120,
-                                                      sandboxed=SANDBOXED)
-        found = {}
-        for machine, (folder, run) in _started.items():
-            returncode = run.wait(timeout=2400)
-            found[machine] = (returncode, (folder / "nbval.log").read_text(), folder / "outputs", folder / "bench",
-                              results[machine])
-        yield found
+        for run in _started.values():
+            run.wait(timeout=2400)
+        yield dict(_started)
     finally:
         stop_notebook_runs()
 
 
-@whole_course
 @pytest.mark.parametrize("machine", MACHINES)
 def test_every_solution_scores_full_marks_and_every_exercise_zero_on_a_simulated_machine(machine, runs):
-    *_, reports = runs[machine]
-    graded = {}
-    for path, report in zip(notebooks("solutions") + notebooks("exercises"), reports):
-        assert isinstance(report, grading.Report), f"{path}: {report}"
-        graded[f"{path.parent.name}/{path.name}"] = report
-    wrong = [f"{name}: {report.total:g} / {report.max_total:g}\n{report.table()}" for name, report in graded.items()
-             if report.total != (report.max_total if name.startswith("solutions/") else 0)]
+    run = runs[machine]
+    wrong = []
+    for kind in ("solutions", "exercises"):
+        step = f"grade-{kind}"
+        assert run.returncodes.get(step) == 0, f"gpulab grade {kind} on a simulated {machine}:\n{run.log(step)[-4000:]}"
+        reports = {path.stem: json.loads(path.read_text()) for path in (run.folder / kind).glob("*.json")}
+        assert sorted(reports) == [p.stem for p in notebooks(kind)], f"{kind} graded on a simulated {machine}:\n{run.log(step)[-4000:]}"
+        for name, report in reports.items():
+            if report["total"] != (report["max"] if kind == "solutions" else 0):
+                checks = "\n".join(f"  {c['exercise']}/{c['check']}: {c['points']:g}/{c['max_points']:g} {c['message']}"
+                                   for exercise in report["exercises"] for c in exercise["checks"])
+                wrong.append(f"{kind}/{name}: {report['total']:g} / {report['max']:g}\n{checks}")
     assert not wrong, f"on a simulated {machine}:\n" + "\n\n".join(wrong)
 
 
-@whole_course
 @pytest.mark.parametrize("machine", MACHINES)
 def test_every_notebook_runs_and_says_what_the_machine_has(machine, runs):
-    returncode, log, outputs, *_ = runs[machine]
-    assert returncode == 0, f"nbval on a simulated {machine}:\n{log[-8000:]}"
+    run = runs[machine]
+    outputs = run.folder / "outputs"
+    assert run.returncodes.get("nbval") == 0, f"nbval on a simulated {machine}:\n{run.log('nbval')[-8000:]}"
     assert sorted(path.stem for path in (outputs / "notebooks").glob("*.txt")) == [p.stem for p in notebooks("notebooks")]
     assert sorted(path.stem for path in (outputs / "solutions").glob("*.txt")) == [p.stem for p in notebooks("solutions")]
 
 
-@whole_course
 @pytest.mark.parametrize("machine", MACHINES)
 def test_every_panel_runs_its_gpu_path_and_draws_its_figure(machine, runs):
-    *_, panels, _ = runs[machine]
+    panels = runs[machine].folder / "bench"
     recorded = {}
     for lesson in notebooks("notebooks"):
         found = json.loads((panels / f"{lesson.stem}.json").read_text())
