@@ -1,5 +1,6 @@
 import os
 import pathlib
+import sys
 import tempfile
 import time
 
@@ -76,13 +77,12 @@ def pytest_collection_finish(session):
     # ...and the runs start now.
     if not session.config.option.collectonly and any(_course_test(item) for item in session.items):
         import test_simulated_course
-        test_simulated_course.start_notebook_runs()
+        test_simulated_course.start_runs()
 
 
 def pytest_sessionfinish(session, exitstatus):
-    import sys
     if "test_simulated_course" in sys.modules:
-        sys.modules["test_simulated_course"].stop_notebook_runs()
+        sys.modules["test_simulated_course"].stop_runs()
     deadline = time.monotonic() + CLEANUP_GRACE_S
     while (left := _left_behind()) and time.monotonic() < deadline:
         time.sleep(0.2)

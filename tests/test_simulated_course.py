@@ -120,7 +120,7 @@ class Run:
         self.thread.join(10)
 
 
-def start_notebook_runs() -> None:
+def start_runs() -> None:
     """Start each machine's run, once. tests/conftest.py calls this as soon as the session's tests are
     collected, and puts this module's tests last: the course runs beside the rest of the suite."""
     if _started:
@@ -132,7 +132,7 @@ def start_notebook_runs() -> None:
         _started[machine] = Run(machine, root / machine)
 
 
-def stop_notebook_runs() -> None:
+def stop_runs() -> None:
     """End what is still running and remove the scratch folder (also called at the session's end)."""
     for run in _started.values():
         run.stop()
@@ -143,13 +143,13 @@ def stop_notebook_runs() -> None:
 @pytest.fixture(scope="module")
 def runs():
     """{machine: its finished Run}: started when the session's tests were collected (or now)."""
-    start_notebook_runs()
+    start_runs()
     try:
         for run in _started.values():
             run.wait(timeout=2400)
         yield dict(_started)
     finally:
-        stop_notebook_runs()
+        stop_runs()
 
 
 @pytest.mark.parametrize("machine", MACHINES)
