@@ -464,6 +464,21 @@ def test_a_readers_gpu_results_draw_every_pane_and_no_stand_ins(lesson_runs):
         assert figure._supxlabel is None, f"{name}: nothing to note when the reader has a GPU"
 
 
+def test_the_bandwidth_figure_draws_an_accelerator_that_could_not_pin_memory(tmp_path, monkeypatch):
+    # Lesson 02's sweep leaves out the pinned copies where allocating pinned memory raises.
+    monkeypatch.setattr(reference, "_folder", lambda: tmp_path)
+    sizes = [4096, 65536, 2**20]
+    result = {"device": "mps:0", "sizes": sizes, "pin_seconds": [],
+              "gbps": {"host→device pageable": [0.5, 4.0, 9.0], "device→host pageable": [0.4, 3.5, 8.0]}}
+    figure = plots.new_figure((11.0, 3.6))
+    figures.bandwidth(result, figure)
+    figure.canvas.draw()
+    assert [ax.get_title() for ax in figure.axes] == ["host → device", "device → host"]
+    for ax in figure.axes:
+        assert list(measured_points(ax).values()) == [3], ax.get_title()
+    assert "could not pin host memory" in figure._supxlabel.get_text()
+
+
 def test_each_panels_estimate_is_in_the_ballpark_of_its_run_here(lesson_runs):
     # The estimate hides settings that would run too long; a unit slip (ms for s) would hide all
     # or none. Eight times either way is a wide margin on purpose: this checks the model, not speed.

@@ -148,6 +148,36 @@ def test_a_hang_ends_at_the_timeout_with_a_clear_message_and_nothing_left(tmp_pa
     assert not processes_naming(str(script)) and not torchruns_left()
 
 
+GROUP_TIMEOUT = """
+    import sys, time
+    from datetime import timedelta
+    import torch, torch.distributed as dist
+    import gpulab.distributed as gd
+
+    gd.init_process_group(timeout_s=2)
+    own = {"own": {"timeout": timedelta(seconds=2)}, "default": {}}[sys.argv[1]]
+    group = dist.new_group([0, 1], **own)           # every rank makes the group
+    if dist.get_rank() == 0:
+        print("waiting in all_reduce", flush=True)
+        dist.all_reduce(torch.ones(1), group=group)  # rank 1 never joins
+    else:
+        time.sleep(300)
+"""
+
+
+def test_the_timeout_ends_a_wait_in_the_default_group_only_and_new_group_takes_its_own(tmp_path):
+    script = write(tmp_path, "group_timeout.py", GROUP_TIMEOUT)
+    start = time.monotonic()
+    with pytest.raises(distributed.RankFailed, match="rank 0 failed"):
+        distributed.torchrun(script, 2, args=["own"], echo=False, timeout_s=30)
+    assert time.monotonic() - start < 25, "a group given timeout= raises once it has waited that long"
+    with pytest.raises(distributed.DistributedTimeout) as waiting:
+        distributed.torchrun(script, 2, args=["default"], echo=False, timeout_s=8)
+    assert "rank 0, last lines:\nwaiting in all_reduce" in str(waiting.value), (
+        "a group made without timeout= has the backend's default (30 minutes for gloo), not init_process_group's 2 s")
+    assert not processes_naming(str(script)) and not torchruns_left()
+
+
 def test_an_interrupted_run_stops_every_rank(tmp_path):
     script = write(tmp_path, "interrupted.py", HANG)
     # The driver stands for a notebook's kernel, which has Python's SIGINT handler: a test runner started in

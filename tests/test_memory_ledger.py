@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import gc
+import sys
 import threading
+import weakref
 
 import pytest
 import torch
 from torch import nn
 
 from gpulab import figures, plots
+from gpulab import memory
 from gpulab.memory import TensorLedger
 from gpulab.simulated import SimulatedMemory
 
@@ -80,6 +84,19 @@ def test_the_ledger_follows_one_device_and_samples_beside_each_event():
     del on_meta, on_cpu
 
 
+def test_a_device_without_an_index_counts_every_device_of_its_type():
+    for wanted in ("cpu", "cpu:0", torch.device("cpu", 0)):
+        with TensorLedger(wanted) as ledger:
+            kept = torch.ones(1000)             # reports device "cpu", without an index
+        assert ledger.live_bytes == 4000, f"TensorLedger({wanted!r}) counted {ledger.live_bytes} bytes of a CPU tensor"
+        del kept
+    same = memory._same_device
+    cuda0, cuda1 = torch.device("cuda", 0), torch.device("cuda", 1)
+    assert same(cuda0, torch.device("cuda")) and same(cuda1, torch.device("cuda"))
+    assert same(cuda1, torch.device("cuda:1")) and not same(cuda0, torch.device("cuda:1"))
+    assert not same(torch.device("cpu"), torch.device("cuda")) and not same(cuda0, torch.device("cpu"))
+
+
 def test_reset_peak_starts_again_from_what_is_live():
     with TensorLedger() as ledger:
         big = torch.ones(MiB)
@@ -113,6 +130,73 @@ def test_the_ledger_agrees_with_the_cuda_allocator_on_a_training_step():
         out.sum().backward()
     assert abs(counted - allocated) <= 0.02 * allocated
     assert ledger.live_bytes == sum(p.grad.untyped_storage().nbytes() for p in model.parameters())
+
+
+# ---------------------------------------------------------------- recovering from an uncaught error
+
+
+FAILING_CELL = """
+import torch, weakref
+watch = []
+def step():
+    activations = torch.ones(2**18)
+    watch.append(weakref.ref(activations))
+    try:
+        raise ValueError("the first failure")
+    except ValueError:
+        raise torch.OutOfMemoryError("out of memory (pretend)")   # chained: the ValueError's frames too
+step()
+"""
+
+
+@pytest.fixture
+def shell():
+    """An IPython shell, as a notebook's kernel runs one; gone again after the test."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"          # no history file in the home folder
+    hooks = sys.displayhook, sys.excepthook
+    shell = InteractiveShell.instance(config=config)
+    yield shell
+    InteractiveShell.clear_instance()
+    sys.displayhook, sys.excepthook = hooks
+    for name in ("last_type", "last_value", "last_traceback", "last_exc"):
+        if hasattr(sys, name):
+            setattr(sys, name, None)
+
+
+def test_recover_from_oom_frees_what_ipython_keeps_of_an_uncaught_error(shell, capsys):
+    shell.run_cell(FAILING_CELL)
+    watch = shell.user_ns["watch"]
+    for name in ("last_type", "last_value", "last_traceback", "last_exc"):   # what Python keeps, alone
+        if hasattr(sys, name):
+            setattr(sys, name, None)
+    gc.collect()
+    assert watch[0]() is not None, "IPython no longer keeps the error: recover_from_oom's extra work can go"
+    shell.run_cell("from gpulab.memory import recover_from_oom\nrecover_from_oom()")
+    gc.collect()
+    assert watch[0]() is None, "the failed step's tensor is still alive after recover_from_oom()"
+    assert shell.user_ns["watch"] is watch and callable(shell.user_ns["step"]), "the notebook's own variables must stay"
+    capsys.readouterr()
+
+
+def test_recover_from_oom_clears_the_frames_of_an_error_kept_two_cells_later(shell, capsys):
+    shell.run_cell(FAILING_CELL)
+    watch = shell.user_ns["watch"]
+    shell.run_cell("1 + 1")                     # the failed cell's result is gone; IPython's formatter still has the traceback
+    memory.recover_from_oom()
+    assert watch[0]() is None, "the failed step's tensor is still alive two cells later"
+    assert getattr(shell.InteractiveTB, "tb", None) is None and getattr(sys, "last_value", None) is None
+    capsys.readouterr()
+
+
+def test_recover_from_oom_without_an_error_or_ipython_does_nothing_harmful():
+    memory.recover_from_oom()
+    kept = torch.ones(10)
+    memory.recover_from_oom()                   # a live tensor, referenced: untouched
+    assert kept.sum().item() == 10
 
 
 # ---------------------------------------------------------------- the simulated GPU

@@ -233,6 +233,45 @@ def test_known_gpus_have_their_ridge_points_and_name_each_peak_once():
     assert rows[-1]["bandwidth"] == "4,800 GB/s" and rows[0]["ridge 16-bit"] == "203 FLOP/B"
 
 
+GiB = 2**30
+
+
+@pytest.mark.parametrize("name, memory_gib, multiprocessors, expected", [
+    ("Tesla T4", 14.7, 40, "T4"),                              # Colab's T4
+    ("Tesla T4 (simulated)", 14.7, 40, "T4"),
+    ("NVIDIA A100-SXM4-80GB", 79.2, 108, "A100 SXM"),
+    ("A100-SXM4-80GB", None, None, "A100 SXM"),                # as older drivers name it
+    ("NVIDIA H100 80GB HBM3", 79.1, 132, "H100 SXM"),
+    ("NVIDIA H200", 139.7, 132, "H200 SXM"),
+    # Other variants have other data sheets: none of these is one of the known GPUs.
+    ("NVIDIA A100-PCIE-40GB", 39.4, 108, None),                # "PCIE", not "PCIe": a substring test let it in
+    ("A100-SXM4-40GB", 39.4, 108, None),
+    ("NVIDIA A100 80GB PCIe", 79.2, 108, None),
+    ("NVIDIA H100 PCIe", 79.1, 114, None),
+    ("NVIDIA H100 NVL", 93.1, 132, None),
+    ("NVIDIA GH200 480GB", 94.5, 132, None),                   # "GH200" holds "H200"
+    ("NVIDIA H200 NVL", 139.7, 132, None),
+    ("NVIDIA T400", 1.8, 6, None),                             # "T400" and "T4000" hold "T4"
+    ("NVIDIA T4000", 7.8, 40, None),
+    ("Quadro T4000", 7.8, 40, None),
+    ("NVIDIA A100-SXM4-80GB", 39.4, 108, None),                # a name that disagrees with the memory
+    ("NVIDIA H100 80GB HBM3", 79.1, 114, None),                # or with the SM count
+    ("Intel(R) Xeon(R) CPU @ 2.20GHz", 12.7, None, None),
+])
+def test_a_data_sheet_is_found_only_for_that_exact_gpu(name, memory_gib, multiprocessors, expected):
+    memory_bytes = None if memory_gib is None else memory_gib * GiB
+    known = reference.known_gpu(name, memory_bytes=memory_bytes, multiprocessors=multiprocessors)
+    assert (known and known.name) == expected, f"{name!r}: expected {expected}, got {known and known.name}"
+
+
+def test_every_simulated_gpu_finds_its_own_data_sheet():
+    from gpulab.simulated.machines import GPUS
+
+    for spec in GPUS.values():
+        known = reference.known_gpu(spec.name, memory_bytes=spec.total_memory, multiprocessors=spec.multi_processor_count)
+        assert known is not None and known.memory_gbps == pytest.approx(spec.memory_bandwidth / 1e9, rel=0.01), spec.name
+
+
 def test_a_reference_measured_on_a_cpu_names_that_cpu_not_the_gpu_and_keeps_its_range():
     mine = {"threads": [1, 2], "speedup": {"measured": [1.0, 1.8]}}
     record = reference_record({"threads": [1, 2, 4, 8, 16], "speedup": {"measured": [1.0, 1.9, 3.6, 6.5, 11.0]}})

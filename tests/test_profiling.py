@@ -68,6 +68,7 @@ def test_device_events_get_a_row_of_their_own(tmp_path):
         {"ph": "M", "name": "thread_name", "pid": 10, "tid": 10, "args": {"name": "thread 10 (python)"}},
         {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 10, "tid": 10, "ts": 100.0, "dur": 20.0},
         {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 10, "tid": 10, "ts": 105.0, "dur": 5.0},
+        {"ph": "X", "cat": "ac2g", "name": "ac2g", "pid": 10, "tid": 10, "ts": 106.0, "dur": 1.0},
         {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 130.0, "dur": 50.0},
         {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 10, "tid": 10, "ts": 101.0},
     ]}
@@ -75,7 +76,8 @@ def test_device_events_get_a_row_of_their_own(tmp_path):
     path.write_text(json.dumps(trace))
     events = profiling.read_trace(path)
     assert [(e.name, e.row, e.start_us, e.depth) for e in events] == [
-        ("aten::mm", "CPU · main thread", 0.0, 0), ("gemm", "GPU 0 · stream 7", 30.0, 0)]
+        ("aten::mm", "CPU · main thread", 0.0, 0), ("cudaLaunchKernel", "CPU · main thread", 5.0, 1),
+        ("gemm", "GPU 0 · stream 7", 30.0, 0)]
 
 
 @pytest.mark.parametrize("content", ["not json", "[1, 2", ""])
@@ -106,3 +108,100 @@ def test_short_names_drop_the_shared_prefixes():
     assert profiling.short_name("aten::addmm") == "addmm"
     assert profiling.short_name("autograd::engine::evaluate_function: AddmmBackward0") == "AddmmBackward0"
     assert profiling.short_name("forward") == "forward"
+
+
+# A CUDA profile, as torch/autograd/profiler.py builds it from Kineto: each operator the CPU ran, the
+# runtime calls it made (CPU-side, no "::"), the kernels and copies on the GPU (device_type CUDA, names
+# that can hold "::"), and a GPU-side copy of every record_function label and ProfilerStep.
+def cuda_shaped_events():
+    from torch.autograd import DeviceType
+    from torch.autograd.profiler_util import EventList, FunctionEvent
+
+    events, ids = [], iter(range(1, 1000))
+
+    def event(name, start_us, end_us, on="cpu"):
+        made = FunctionEvent(id=next(ids), name=name, thread=1, start_us=start_us, end_us=end_us, use_device="cuda",
+                             input_shapes=[], stack=[],
+                             device_type=DeviceType.CPU if on == "cpu" else DeviceType.CUDA)
+        if on == "gpu":
+            made.thread = 7                               # a stream
+        events.append(made)                               # the parents: EventList finds them from the times
+        return made
+
+    event("ProfilerStep*", 0, 1000)
+    event("forward", 10, 300)
+    event("aten::linear", 20, 200)
+    addmm = event("aten::addmm", 30, 190)
+    event("cudaLaunchKernel", 40, 50)
+    event("aten::to", 210, 290)                          # a weight made on the host, copied in forward
+    event("aten::_to_copy", 215, 285)
+    event("cudaStreamSynchronize", 230, 280)
+    event("optimizer", 300, 500)
+    event("Optimizer.step#SGD.step", 310, 490)
+    event("aten::_foreach_add_", 320, 480)
+    event("aten::item", 510, 600)                        # .item()
+    event("aten::_local_scalar_dense", 515, 595)
+    event("cudaStreamSynchronize", 520, 590)
+    mm = event("aten::mm", 610, 700)                      # the same gemm kernel, launched by another op
+    # The GPU's side: the labels' copies on the stream, the gemm kernel (launched by addmm, then by mm), a copy.
+    gemm = "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_16x3_tn_align4>(Params)"
+    event("ProfilerStep*", 100, 3100, on="gpu")
+    event("forward", 100, 2300, on="gpu")
+    event(gemm, 100, 2200, on="gpu")
+    event("Memcpy HtoD (Pageable -> Device)", 2210, 2290, on="gpu")
+    event("Optimizer.step#SGD.step", 2300, 2500, on="gpu")
+    event("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>(...)", 2300, 2500,
+          on="gpu")
+    event(gemm, 2600, 3000, on="gpu")
+    addmm.append_kernel(gemm, 0, 2100)                    # each op's device time: the kernels it launched
+    mm.append_kernel(gemm, 0, 400)
+    listed = EventList(events, use_device="cuda")
+    listed._build_tree()
+    return listed
+
+
+def test_operators_are_what_the_cpu_ran_not_kernels_or_labels():
+    events = cuda_shaped_events()
+    averages = events.key_averages()
+    names = [row.key for row in averages]
+    assert names.count("forward") == 2 and sum("::" in name for name in names) == 10, names   # 8 operators, 2 kernels
+    kept = [row.key for row in profiling.operators(averages)]
+    assert sorted(kept) == ["aten::_foreach_add_", "aten::_local_scalar_dense", "aten::_to_copy", "aten::addmm",
+                            "aten::item", "aten::linear", "aten::mm", "aten::to"]
+    by_name = max((row for row in averages if "::" in row.key), key=lambda row: row.self_device_time_total)
+    assert by_name.key.startswith("void cutlass::"), "a kernel's row holds every launch of it: more than any op"
+    hottest = max(profiling.operators(averages), key=lambda row: row.self_device_time_total)
+    assert hottest.key == "aten::addmm" and hottest.self_device_time_total == 2100
+    everything = max(averages, key=lambda row: row.self_device_time_total)
+    assert everything.key == "ProfilerStep*" and not profiling.ran_on_cpu(everything)     # what a plain sort shows
+
+
+def test_calls_by_your_code_count_each_call_once_on_a_gpu_too():
+    counts = profiling.calls_by_your_code(cuda_shaped_events())
+    assert counts["Optimizer.step#SGD.step"] == 1, "the label's GPU-side copy is not a second step"
+    assert counts["aten::to"] == 1 and "aten::_to_copy" not in counts, "an op's inner calls are not your code's"
+    assert counts["aten::item"] == 1 and "aten::_local_scalar_dense" not in counts
+    assert not any(name.startswith(("void ", "Memcpy", "cudaLaunch")) for name in counts), counts
+
+
+def test_syncs_count_blocking_copies_on_cuda_and_value_reads_elsewhere(step_profile):
+    assert profiling.sync_count(cuda_shaped_events()) == 2, "the .item() and the copy to the device each wait"
+    assert profiling.sync_count(step_profile.events()) == 0
+    x = torch.ones(3)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(3):
+            x.sum().item()
+        if x.sum() > 0:
+            pass
+    assert profiling.sync_count(prof.events()) == 4
+
+
+def test_runtime_calls_are_drawn_on_their_thread(tmp_path):
+    trace = {"traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::_local_scalar_dense", "pid": 10, "tid": 10, "ts": 0.0, "dur": 50.0},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "pid": 10, "tid": 10, "ts": 5.0, "dur": 40.0},
+    ]}
+    path = tmp_path / "sync.json"
+    path.write_text(json.dumps(trace))
+    assert [(e.name, e.row, e.depth) for e in profiling.read_trace(path)] == [
+        ("aten::_local_scalar_dense", "CPU · main thread", 0), ("cudaStreamSynchronize", "CPU · main thread", 1)]

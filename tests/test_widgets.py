@@ -1,6 +1,9 @@
 """The experiment panel, driven from code as a reader drives it with the mouse."""
 
 import base64
+import gc
+import sys
+import weakref
 
 import ipywidgets
 import pytest
@@ -102,6 +105,32 @@ def test_out_of_memory_is_caught_and_explained():
     panel.run()
     assert isinstance(panel.error, torch.OutOfMemoryError)
     assert "out of memory" in panel.status.value and "smaller size" in panel.status.value
+
+
+def test_memory_is_released_after_the_failed_run_has_let_go_of_its_tensors(monkeypatch):
+    seen = {}
+
+    def greedy(progress):
+        activations = torch.ones(1000)             # what the run made before it ran out
+        seen["activations"] = weakref.ref(activations)
+        try:
+            raise ValueError("a first failure")
+        except ValueError:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 80.00 GiB")
+
+    def release():
+        seen["while handling"] = sys.exc_info()[1]
+        gc.collect()
+        seen["alive"] = seen["activations"]() is not None
+
+    monkeypatch.setattr(widgets, "_release_memory", release)
+    panel = Panel(greedy, {})
+    panel.run()
+    assert seen["while handling"] is None, f"memory released inside the except block, while {seen['while handling']!r} is handled"
+    assert seen["alive"] is False, "the failed run's tensor was still alive when the panel released memory"
+    assert isinstance(panel.error, torch.OutOfMemoryError) and panel.error.__traceback__ is None
+    assert isinstance(panel.error.__context__, ValueError) and panel.error.__context__.__traceback__ is None
+    assert "OutOfMemoryError" in panel.output.outputs[-1]["text"] and "a first failure" in panel.output.outputs[-1]["text"]
 
 
 def test_a_failing_plot_is_an_error_in_the_panel_too():

@@ -79,7 +79,10 @@ def init_process_group(timeout_s: float = 60.0):
 
     The backend is NCCL when this machine has a CUDA GPU for every local process (each process then
     uses ``cuda:LOCAL_RANK``), and gloo on the CPU otherwise. A collective that waits longer than
-    ``timeout_s`` for the other ranks raises instead of hanging.
+    ``timeout_s`` for the other ranks fails instead of hanging: gloo raises in the waiting call,
+    NCCL's watchdog thread aborts the process (``init_process_group``'s docstring in
+    torch/distributed/distributed_c10d.py). The timeout is the default group's: a group made with
+    ``dist.new_group`` takes its own ``timeout=``, or the backend's default (10 minutes for NCCL, 30 for gloo).
     """
     import torch
     import torch.distributed as dist
@@ -527,9 +530,10 @@ def torchrun(script: str | os.PathLike, nproc: int = 2, *, args: tuple | list = 
             if time.monotonic() - start > timeout_s:
                 tail.poll(final=True)
                 raise DistributedTimeout(
-                    f"the {nproc} ranks did not finish within {timeout_s:g} s and were stopped. A rank waiting in a "
-                    "collective (all_reduce, barrier, …) that another rank never calls waits for ever: check that "
-                    "every rank makes the same collective calls in the same order." + _last_lines(tail.logs()))
+                    f"the {nproc} ranks did not finish within {timeout_s:g} s and were stopped. A rank waiting for a "
+                    "collective (all_reduce, barrier, …) that another rank never calls waits for ever (over NCCL, at "
+                    "the first line that needs the result, not at the call): check that every rank makes the same "
+                    "collective calls in the same order." + _last_lines(tail.logs()))
             tail.poll()
             if progress is not None and progress_path.exists():
                 steps = progress_path.read_text().splitlines()

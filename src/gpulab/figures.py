@@ -200,13 +200,15 @@ def bandwidth(result: dict, figure) -> None:
 
     On a CPU-only machine: the host's own copy bandwidth beside the PCIe ceilings and the
     latency-plus-bandwidth model, and a host copy's time (what ``pin_memory()`` costs) beside
-    the modelled transfer it would speed up.
+    the modelled transfer it would speed up. On an accelerator that could not pin memory, no
+    pane for pinning, and a note that says why.
     """
     record = reference.load("02_bandwidth")
     here_cpu = _no_accelerator(result)
     runs = [result] + ([record["result"]] if record is not None else [])
     has_d2h = any(name.startswith("device→host") for run in runs for name in run["gbps"])
-    panes = ["h2d"] + (["d2h"] if has_d2h else []) + ["pin"]
+    pinning_here = bool(result.get("pin_seconds")) or "host memory copy" in result["gbps"]
+    panes = ["h2d"] + (["d2h"] if has_d2h else []) + (["pin"] if pinning_here else [])
     axes = dict(zip(panes, figure.subplots(1, len(panes))))
     colors = {name: METHOD_COLORS[_method(name)] for run in runs for name in run["gbps"]}
     common = dict(x="sizes", y="gbps", reference=record, label=_method, colors=colors)
@@ -228,18 +230,22 @@ def bandwidth(result: dict, figure) -> None:
                        f"{link['gbps']:g} GB/s")
         plots.known_curve(h2d, sizes, model_gbps, model_label, 3)
 
-    pin = axes["pin"]
-    pin.set_title("the cost of pinning", fontsize=9)
-    if not _pin_curves(pin, result, None):
-        # pin_memory() is a copy within host memory: what it costs here is a host copy's time.
-        host = result["gbps"]["host memory copy"]
-        pin.plot(sizes, [n / g / 1e6 for n, g in zip(sizes, host)], "-", marker="o", markersize=3, color="#c44e52",
-                 label="a host memory copy here: what pin_memory() costs", gid="yours|host copy time")
-        if record is None:
-            plots.known_curve(pin, sizes, [(link["latency_s"] + n / (link["gbps"] * 1e9)) * 1e3 for n in sizes],
-                              f"the transfer it would speed up ({link['name']} model)", 3)
-    if record is not None:
-        _pin_curves(pin, record["result"], record["device"].get("name", "reference GPU"))
+    if pinning_here:
+        pin = axes["pin"]
+        pin.set_title("the cost of pinning", fontsize=9)
+        if not _pin_curves(pin, result, None):
+            # pin_memory() is a copy within host memory: what it costs here is a host copy's time.
+            host = result["gbps"]["host memory copy"]
+            pin.plot(sizes, [n / g / 1e6 for n, g in zip(sizes, host)], "-", marker="o", markersize=3, color="#c44e52",
+                     label="a host memory copy here: what pin_memory() costs", gid="yours|host copy time")
+            if record is None:
+                plots.known_curve(pin, sizes, [(link["latency_s"] + n / (link["gbps"] * 1e9)) * 1e3 for n in sizes],
+                                  f"the transfer it would speed up ({link['name']} model)", 3)
+        if record is not None:
+            _pin_curves(pin, record["result"], record["device"].get("name", "reference GPU"))
+    else:
+        plots.note(figure, f"{result['device']} could not pin host memory: only pageable copies, and no cost of "
+                   "pinning to show")
     if here_cpu and record is None:
         plots.note(figure, "no accelerator here: your host memory copy beside well-known link figures · "
                    + reference.NOT_RECORDED)

@@ -1,5 +1,6 @@
-"""How much memory a device has free, how large an experiment may be to fit in it, and how
-many bytes of tensors a piece of code makes (:class:`TensorLedger`, on any device)."""
+"""How much memory a device has free, how large an experiment may be to fit in it, how many
+bytes of tensors a piece of code makes (:class:`TensorLedger`, on any device), and how to get
+back what an uncaught out-of-memory error holds (:func:`recover_from_oom`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-__all__ = ["TensorLedger", "free_bytes", "largest_buffer", "largest_square_n", "release_pinned_memory"]
+__all__ = ["TensorLedger", "free_bytes", "largest_buffer", "largest_square_n", "recover_from_oom",
+           "release_pinned_memory"]
 
 
 def _host_available_bytes() -> int:
@@ -103,6 +105,82 @@ def release_pinned_memory() -> bool:
     return True
 
 
+def _empty_accelerator_cache() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available() and hasattr(torch.mps, "empty_cache"):
+        torch.mps.empty_cache()
+
+
+def _uncaught_errors() -> tuple[list[BaseException], list]:
+    """The last uncaught error and its traceback, from every place that keeps them, each place emptied."""
+    import sys
+
+    errors = [getattr(sys, name, None) for name in ("last_value", "last_exc")]
+    tracebacks = [getattr(sys, "last_traceback", None)]
+    for name in ("last_type", "last_value", "last_traceback", "last_exc"):
+        if hasattr(sys, name):
+            setattr(sys, name, None)
+    shell = None
+    if "IPython" in sys.modules:          # only where IPython already runs: importing it is not free
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    if shell is not None:
+        # IPython keeps the error twice more: the failed cell's result (until the next cell ends)
+        # and the traceback its formatter last printed (until the next error or %debug).
+        result = getattr(shell, "last_execution_result", None)
+        if result is not None and getattr(result, "error_in_exec", None) is not None:
+            errors.append(result.error_in_exec)
+            result.error_in_exec = None
+        formatter = getattr(shell, "InteractiveTB", None)
+        if formatter is not None and getattr(formatter, "tb", None) is not None:
+            tracebacks.append(formatter.tb)
+            formatter.tb = None
+    return [error for error in errors if error is not None], [tb for tb in tracebacks if tb is not None]
+
+
+def recover_from_oom() -> None:
+    """Free the tensors the last uncaught error holds, collect, and give cached accelerator memory back.
+
+    After an uncaught error Python keeps it in ``sys.last_value`` and ``sys.last_traceback``
+    (and ``sys.last_exc`` on Python 3.12+); IPython also keeps it in
+    ``get_ipython().last_execution_result.error_in_exec`` and its traceback in
+    ``get_ipython().InteractiveTB.tb``. A traceback holds the frames the error passed through,
+    and they hold their local variables: the tensors of a step that ran out of memory. This
+    drops those references, clears the local variables of every frame in those tracebacks
+    (and in the errors they were raised from), so that a reference kept anywhere else frees
+    nothing either, then collects garbage and empties the CUDA or MPS cache.
+    """
+    import gc
+    import traceback
+
+    errors, tracebacks = _uncaught_errors()
+    seen: set[int] = set()
+    while errors:
+        error = errors.pop()
+        if id(error) in seen:
+            continue
+        seen.add(id(error))
+        if error.__traceback__ is not None:
+            tracebacks.append(error.__traceback__)
+        errors.extend(chained for chained in (error.__cause__, error.__context__) if chained is not None)
+    for tb in tracebacks:
+        traceback.clear_frames(tb)        # skips frames still running, such as the caller's
+    gc.collect()
+    _empty_accelerator_cache()
+
+
+def _same_device(tensor_device: torch.device, wanted: torch.device) -> bool:
+    """Whether a tensor on tensor_device is on wanted: the type, and the index only where wanted names one."""
+    if tensor_device.type != wanted.type:
+        return False
+    if wanted.index is None:
+        return True
+    return (tensor_device.index if tensor_device.index is not None else 0) == wanted.index   # a CPU tensor says "cpu"
+
+
 class TensorLedger(TorchDispatchMode):
     """Counts the bytes of tensor storage that code makes while the ledger is active, on any device.
 
@@ -121,8 +199,9 @@ class TensorLedger(TorchDispatchMode):
     Tensors that existed before the ledger started (a model's parameters) are not counted, nor
     are views: a view shares its base's storage, nor tensors made from Python data by
     ``torch.tensor`` (no operation makes them). ``device`` limits the count to storages on one
-    device. What it counts is tensor bytes, as ``memory_allocated`` does, without the
-    allocator's rounding up, its cache, or memory that libraries allocate on their own.
+    device: ``"cuda"`` counts every CUDA device, ``"cuda:1"`` only that one. What it counts is
+    tensor bytes, as ``memory_allocated`` does, without the allocator's rounding up, its cache,
+    or memory that libraries allocate on their own.
     """
 
     def __init__(self, device: torch.device | str | None = None, sample: Callable[[], int] | None = None):
@@ -168,7 +247,7 @@ class TensorLedger(TorchDispatchMode):
         for tensor in tree_leaves(out):
             if not isinstance(tensor, torch.Tensor):
                 continue
-            if self.device is not None and tensor.device != self.device:
+            if self.device is not None and not _same_device(tensor.device, self.device):
                 continue
             storage = tensor.untyped_storage()
             key = id(storage)

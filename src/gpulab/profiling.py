@@ -4,7 +4,10 @@
 chrome://tracing open. :func:`read_trace` reads the timed events back from such a file (or from
 a profiler that has finished), and :func:`draw_timeline` lays them out as a timeline: one band
 per CPU thread and per GPU stream, nested calls one level below their caller, as those viewers
-do. The lessons call the profiler themselves; only the reading and drawing live here.
+do. The lessons call the profiler themselves; the reading and drawing live here, and the counting
+that must agree on every device: :func:`operators`, :func:`calls_by_your_code` and :func:`sync_count`
+keep the operators the CPU ran, not the kernels, copies and GPU-side copies of labels that a CUDA
+profile holds beside them.
 """
 
 from __future__ import annotations
@@ -17,11 +20,14 @@ from pathlib import Path
 
 from . import plots
 
-__all__ = ["TraceEvent", "draw_timeline", "read_trace", "short_name", "show_trace"]
+__all__ = ["TraceEvent", "calls_by_your_code", "draw_timeline", "operators", "ran_on_cpu", "read_trace", "short_name",
+           "show_trace", "sync_count"]
 
 # The categories of timed events worth a row: what ran on the CPU (operators, record_function
-# labels, the profiler's step marks) and what ran on an accelerator (kernels, copies, memsets).
-CPU_CATEGORIES = {"cpu_op", "user_annotation", "python_function"}
+# labels, the profiler's step marks, and on CUDA the runtime calls: launches, copies,
+# cudaStreamSynchronize) and what ran on an accelerator (kernels, copies, memsets, and the
+# GPU-side copies of the labels).
+CPU_CATEGORIES = {"cpu_op", "user_annotation", "python_function", "cuda_runtime", "cuda_driver"}
 DEVICE_CATEGORIES = {"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation"}
 
 
@@ -99,6 +105,58 @@ def read_trace(trace, max_depth: int = 3) -> list[TraceEvent]:
             if depth <= max_depth:
                 events.append(TraceEvent(str(event.get("name", "")), event["cat"], row, start, duration, depth))
     return sorted(events, key=lambda e: (e.row, e.depth, e.start_us))
+
+
+# Reads of a value back to the host: .item() and float() run aten::item, `if tensor` runs aten::is_nonzero,
+# and each of them aten::_local_scalar_dense. On a GPU each one waits for the device.
+VALUE_READS = ("aten::item", "aten::_local_scalar_dense", "aten::is_nonzero")
+# The CUDA runtime's calls that make the host wait. PyTorch synchronises a stream after every copy to or from
+# the device made without non_blocking=True, and after every value read (c10/cuda/CUDAFunctions.h,
+# memcpy_and_sync); they are recorded with ProfilerActivity.CUDA.
+SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize")
+
+
+def ran_on_cpu(event) -> bool:
+    """Whether a profiler event (``FunctionEvent``) or table row (``FunctionEventAvg``) ran on the CPU.
+
+    A CUDA profile also holds what ran on the GPU: a row per kernel, copy and memset, and a GPU-side
+    copy of each ``record_function`` label and ``ProfilerStep``; their ``device_type`` is CUDA and
+    their CPU times are 0."""
+    from torch.autograd import DeviceType
+
+    return event.device_type == DeviceType.CPU
+
+
+def operators(averages) -> list:
+    """The rows of ``averages`` (what ``key_averages()`` returns) that are operators the CPU ran:
+    ``::`` in the name (``aten::addmm``) and run on the CPU. Labels (``forward``,
+    ``Optimizer.step#SGD.step``, ``ProfilerStep*``) and CUDA runtime calls have no ``::``; kernels
+    often do (``void at::native::…``, ``void cutlass::Kernel2<…>``) but ran on the GPU."""
+    return [row for row in averages if ran_on_cpu(row) and "::" in row.key]
+
+
+def calls_by_your_code(events) -> dict[str, int]:
+    """How often each name was called by your code: the events the CPU ran (``prof.events()``) that no
+    operator called — an op's inner calls are events too (``aten::to`` runs ``aten::_to_copy``),
+    and a label (``forward``) is not an operator. Kernels and GPU-side copies of labels are left out:
+    an optimizer step counts once on a GPU as on a CPU."""
+    counts: dict[str, int] = {}
+    for event in events:
+        parent = event.cpu_parent
+        if ran_on_cpu(event) and (parent is None or "::" not in parent.name):
+            counts[event.name] = counts.get(event.name, 0) + 1
+    return counts
+
+
+def sync_count(events) -> int:
+    """How often the host waited for the device, in ``prof.events()``: the synchronising CUDA runtime
+    calls where the profile recorded them (``ProfilerActivity.CUDA``) — value reads and copies
+    between host and device without ``non_blocking=True`` among them — and elsewhere the value
+    reads your code made (``.item()``, ``float()``, ``if tensor``), which would wait on a GPU."""
+    events = list(events)
+    runtime = sum(1 for event in events if event.name in SYNC_CALLS)
+    reads = calls_by_your_code(events)
+    return max(runtime, sum(reads.get(name, 0) for name in VALUE_READS))
 
 
 # Labels a lesson gives its regions keep these colours in every timeline; ops get theirs by name.

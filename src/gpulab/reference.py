@@ -16,7 +16,7 @@ from typing import Any
 from .tables import Table
 
 __all__ = ["KNOWN_GPUS", "KnownGPU", "LAUNCH_MODEL_S", "LINK_MODEL", "NOT_RECORDED", "PCIE_X16_GBPS", "REQUIRED",
-           "SPEC_PEAK_TFLOPS", "describe", "known_gpus", "load", "names", "validate"]
+           "SPEC_PEAK_TFLOPS", "describe", "known_gpu", "known_gpus", "load", "names", "validate"]
 
 NOT_RECORDED = "no GPU reference recorded yet"
 
@@ -53,6 +53,12 @@ class KnownGPU:
     tensor_tflops: float        # 16-bit matrix multiply on the tensor cores
     tensor_dtypes: tuple        # the 16-bit types they run: float16 only on the T4, bfloat16 too from Ampere on
     link: str                   # to the host
+    driver_names: tuple = ()    # what torch.cuda.get_device_name says of this variant, without "NVIDIA "
+
+    @property
+    def memory_bytes(self) -> float:
+        """The memory the data sheet gives, in bytes (its "80 GB" is 80e9)."""
+        return float(self.memory.split()[0]) * 1e9
 
     def ridge(self, dtype: str = "float32") -> float:
         """FLOP per byte at which the GPU stops being memory-bound: peak FLOP/s ÷ peak bytes/s."""
@@ -62,12 +68,36 @@ class KnownGPU:
         return tflops * 1e12 / (self.memory_gbps * 1e9)
 
 
+# The driver's names are those of these exact variants; older drivers left out "NVIDIA ".
 KNOWN_GPUS = (
-    KnownGPU("T4", 40, "16 GB GDDR6", 320, 8.1, 65, ("float16",), "PCIe 3.0 ×16"),
-    KnownGPU("A100 SXM", 108, "80 GB HBM2e", 2039, 19.5, 312, ("bfloat16", "float16"), "PCIe 4.0 ×16"),
-    KnownGPU("H100 SXM", 132, "80 GB HBM3", 3350, 67, 989, ("bfloat16", "float16"), "PCIe 5.0 ×16"),
-    KnownGPU("H200 SXM", 132, "141 GB HBM3e", 4800, 67, 989, ("bfloat16", "float16"), "PCIe 5.0 ×16"),
+    KnownGPU("T4", 40, "16 GB GDDR6", 320, 8.1, 65, ("float16",), "PCIe 3.0 ×16", ("Tesla T4",)),
+    KnownGPU("A100 SXM", 108, "80 GB HBM2e", 2039, 19.5, 312, ("bfloat16", "float16"), "PCIe 4.0 ×16",
+             ("A100-SXM4-80GB", "A100-SXM-80GB")),
+    KnownGPU("H100 SXM", 132, "80 GB HBM3", 3350, 67, 989, ("bfloat16", "float16"), "PCIe 5.0 ×16",
+             ("H100 80GB HBM3",)),
+    KnownGPU("H200 SXM", 132, "141 GB HBM3e", 4800, 67, 989, ("bfloat16", "float16"), "PCIe 5.0 ×16", ("H200",)),
 )
+
+
+def known_gpu(name: str, *, memory_bytes: float | None = None, multiprocessors: int | None = None) -> KnownGPU | None:
+    """The data sheet of the GPU the driver calls ``name``, or None unless it is exactly one of :data:`KNOWN_GPUS`.
+
+    Other variants of the same chip have other figures — an A100 PCIe or 40 GB, an H100 PCIe or NVL,
+    a GH200 — so a name must match in full (a "T400" is no T4), and where they are given, the memory
+    (what ``total_memory`` reports, within 10% of the data sheet's) and the SM count must agree too.
+    None means: show no data sheet, rather than another GPU's.
+    """
+    name = name.strip().removesuffix(" (simulated)").strip()
+    name = name[len("NVIDIA "):] if name.upper().startswith("NVIDIA ") else name
+    for gpu in KNOWN_GPUS:
+        if name.casefold() not in (known.casefold() for known in gpu.driver_names):
+            continue
+        if multiprocessors is not None and multiprocessors != gpu.multiprocessors:
+            return None
+        if memory_bytes is not None and abs(memory_bytes / gpu.memory_bytes - 1) > 0.1:
+            return None
+        return gpu
+    return None
 
 
 def _spec_peaks(dtype: str) -> dict[str, float]:

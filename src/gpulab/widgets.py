@@ -133,6 +133,24 @@ def _is_out_of_memory(exc: BaseException) -> bool:
     return (oom is not None and isinstance(exc, oom)) or "out of memory" in str(exc).lower()
 
 
+def _without_tracebacks(error: BaseException) -> BaseException:
+    """error, its traceback dropped, and those of the errors it was raised from or during.
+
+    A traceback holds the frames an error passed through and their local variables: a failed
+    experiment's tensors. The panel keeps the error, not them.
+    """
+    seen: set[int] = set()
+    pending = [error]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        current.__traceback__ = None
+        pending.extend(chained for chained in (current.__cause__, current.__context__) if chained is not None)
+    return error
+
+
 def _release_memory() -> None:
     gc.collect()
     import torch
@@ -297,6 +315,7 @@ class Panel:
         self._set_status("running …")
         self.runs += 1
         start = time.perf_counter()
+        failure = text = None
         try:
             result = self.experiment(progress=self._report_progress, **self.values)
             self.experiment_s = time.perf_counter() - start
@@ -311,22 +330,25 @@ class Panel:
             self._set_status("stopped (interrupted)", "#b26b00")
             return None
         except Exception as exc:  # shown in the panel; the kernel must survive a bad run
-            # Drop the traceback before keeping the exception: its frames hold the
-            # experiment's tensors, which would otherwise stay allocated.
             text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-            self.result, self.error = None, exc.with_traceback(None)
+            failure = _without_tracebacks(exc)
             del exc
-            out_of_memory = _is_out_of_memory(self.error)
+        finally:
+            self.button.disabled = False
+            self._running = False
+        if failure is not None:
+            # Released here, after the except block: inside it the interpreter still holds the
+            # error's traceback (sys.exc_info() on Python 3.10), whose frames hold the failed
+            # experiment's tensors, and empty_cache() could not return their memory.
+            self.result, self.error = None, failure
+            out_of_memory = _is_out_of_memory(failure)
             if out_of_memory:
                 _release_memory()
             self.progress.bar_style = "danger"
             hint = " — out of memory: choose a smaller size and run again" if out_of_memory else ""
-            self._set_status(f"✗ {type(self.error).__name__}: {str(self.error).splitlines()[0] if str(self.error) else ''}{hint}", "#c0392b")
+            self._set_status(f"✗ {type(failure).__name__}: {str(failure).splitlines()[0] if str(failure) else ''}{hint}", "#c0392b")
             self._show_text(text)
             return None
-        finally:
-            self.button.disabled = False
-            self._running = False
         self.result, self.error = result, None
         self.progress.bar_style = "success"
         self._report_progress(1, 1)

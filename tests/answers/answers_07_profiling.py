@@ -41,7 +41,7 @@ def labelled_step(model, optimizer, x, y):
 
 _REGION_MS = '''
 def region_ms(averages):
-    totals = {entry.key: entry for entry in averages}
+    totals = {entry.key: entry for entry in averages if entry.device_type == DeviceType.CPU}
     return {name: totals[name].cpu_time_total / totals[name].count / 1e3 for name in ("forward", "backward", "optimizer")}
 '''
 
@@ -68,14 +68,14 @@ RIGHT = {
     "hottest": [
         ("a comprehension and max by getattr", '''
 def hottest_op(averages, by="self_cpu_time_total"):
-    operators = [e for e in averages if "::" in e.key]
+    operators = [e for e in averages if e.device_type == DeviceType.CPU and "::" in e.key]
     best = max(operators, key=lambda e: getattr(e, by))
     return best.key, getattr(best, by) / 1000
 '''),
         ("sorted, descending, the first with '::'", '''
 def hottest_op(averages, by="self_cpu_time_total"):
     for event in sorted(averages, key=lambda event: getattr(event, by), reverse=True):
-        if "::" in event.key:
+        if event.device_type == DeviceType.CPU and "::" in event.key:
             return (event.key, getattr(event, by) * 1e-3)
 '''),
         ("a loop keeping the best, aten:: prefix and other namespaces", '''
@@ -83,12 +83,18 @@ def hottest_op(averages, by="self_cpu_time_total"):
     best_name, best_us = None, -1.0
     for row in averages:
         name = row.key
-        if "::" not in name:
-            continue                    # a label, not an operator
+        if "::" not in name or row.device_type != DeviceType.CPU:
+            continue                    # a label, or a kernel: not an operator
         us = getattr(row, by)
         if us > best_us:
             best_name, best_us = name, us
     return best_name, best_us / 1e3
+'''),
+        ("operators as the names that start with aten::", '''
+def hottest_op(averages, by="self_cpu_time_total"):
+    operators = [e for e in averages if e.key.startswith("aten::")]
+    best = max(operators, key=lambda e: getattr(e, by))
+    return best.key, getattr(best, by) / 1e3
 '''),
     ],
     "fast": [
@@ -151,7 +157,7 @@ def labelled_step(model, optimizer, x, y):
 def region_ms(averages):
     result = {}
     for avg in averages:
-        if avg.key in ("forward", "backward", "optimizer"):
+        if avg.key in ("forward", "backward", "optimizer") and avg.device_type == DeviceType.CPU:
             result[avg.key] = avg.cpu_time_total / 1000 / avg.count
     return result
 '''),
@@ -189,22 +195,28 @@ WRONG = {
 def hottest_op(averages, by="self_cpu_time_total"):
     best = max(averages, key=lambda e: getattr(e, by))
     return best.key, getattr(best, by) / 1e3
-''', {"hottest-rules"}, False),
-        ("always self CPU time, whatever `by` says", '''
+''', {"hottest-rules", "hottest-device"}, False),
+        ("'::' alone: a kernel's row taken for an operator", '''
 def hottest_op(averages, by="self_cpu_time_total"):
     operators = [e for e in averages if "::" in e.key]
+    best = max(operators, key=lambda e: getattr(e, by))
+    return best.key, getattr(best, by) / 1e3
+''', {"hottest-device"}, False),
+        ("always self CPU time, whatever `by` says", '''
+def hottest_op(averages, by="self_cpu_time_total"):
+    operators = [e for e in averages if e.device_type == DeviceType.CPU and "::" in e.key]
     best = max(operators, key=lambda e: e.self_cpu_time_total)
     return best.key, best.self_cpu_time_total / 1e3
 ''', {"hottest-device"}, False),
         ("microseconds returned as they are", '''
 def hottest_op(averages, by="self_cpu_time_total"):
-    operators = [e for e in averages if "::" in e.key]
+    operators = [e for e in averages if e.device_type == DeviceType.CPU and "::" in e.key]
     best = max(operators, key=lambda e: getattr(e, by))
     return best.key, getattr(best, by)
 ''', {"hottest-real"}, False),
         ("total time, not the time asked for", '''
 def hottest_op(averages, by="self_cpu_time_total"):
-    operators = [e for e in averages if "::" in e.key]
+    operators = [e for e in averages if e.device_type == DeviceType.CPU and "::" in e.key]
     best = max(operators, key=lambda e: e.cpu_time_total)
     return best.key, best.cpu_time_total / 1e3
 ''', {"hottest-real", "hottest-rules", "hottest-device"}, True),
@@ -243,6 +255,8 @@ def labelled_step(model, optimizer, x, y):
         ("total over all calls, not per call", _LABELLED + _REGION_MS.replace(" / totals[name].count", ""),
          {"regions-times"}, False),
         ("microseconds", _LABELLED + _REGION_MS.replace(" / 1e3", ""), {"regions-times"}, False),
+        ("the labels' GPU-side copies not left out", _LABELLED + _REGION_MS.replace(
+            " if entry.device_type == DeviceType.CPU", ""), {"regions-times"}, False),
     ],
     "padding": [
         ("float32 counted as 16-bit", _PADDING.replace(
