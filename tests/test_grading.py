@@ -94,10 +94,10 @@ def _exercise_of_tiny():
     return notebook
 
 
-def run_grade(path, *extra, cwd=None, timeout=TIMEOUT, solutions=None):
+def run_grade(path, *extra, cwd=None, timeout=TIMEOUT, solutions=None, env=None):
     where = (["--solutions", str(solutions)] if solutions else []) + ([] if SANDBOXED else ["--no-sandbox"])
     done = subprocess.run([sys.executable, "-m", "gpulab", "grade", str(path), "--timeout", timeout, *where, *extra],
-                          capture_output=True, text=True, cwd=cwd, timeout=600, env=dict(os.environ))
+                          capture_output=True, text=True, cwd=cwd, timeout=600, env=dict(os.environ, **(env or {})))
     return done
 
 
@@ -168,9 +168,10 @@ def test_the_unsolved_exercise_scores_zero(tiny, tmp_path):
     assert by_check(report)["const-0"].message.startswith("your answer cell failed (NotImplementedError")
 
 
-@pytest.fixture(scope="module")
-def hostile(tiny, tmp_path_factory):
-    """One submission that does every bad thing at once, one exercise each."""
+@pytest.fixture(scope="module", params=[True, False], ids=["forked", "started"])
+def hostile(tiny, tmp_path_factory, request):
+    """One submission that does every bad thing at once, one exercise each: graded by kernels forked
+    from a zygote (the default on Linux) and by kernels started one by one (elsewhere)."""
     folder = tmp_path_factory.mktemp("hostile")
     answers = {
         "add": "def add(a, b) return a + b",                      # syntax error
@@ -182,7 +183,7 @@ def hostile(tiny, tmp_path_factory):
     before = (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns)
     temp_before = {p.name for p in Path(tempfile.gettempdir()).glob("gpulab-grade-*")}
     start = time.monotonic()
-    report = grade(path, tiny)
+    report = grade(path, tiny, fork=request.param)
     elapsed = time.monotonic() - start
     after = (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns)
     temp_after = {p.name for p in Path(tempfile.gettempdir()).glob("gpulab-grade-*")}
@@ -485,6 +486,53 @@ def test_a_stopped_kernel_costs_its_timeout_and_nothing_more(tiny, tmp_path):
     report = grade(submit(tmp_path, answers), tiny)
     assert time.monotonic() - start < 3 * float(TIMEOUT) + 30
     assert {e: p for e, (p, _) in report.by_exercise().items()} == {"add": 0, "square": 2, "root": 1, "const": 1}
+
+
+WHERE = [pytest.param(True, marks=needs_sandbox, id="sandboxed"), pytest.param(False, id="no-sandbox")]
+
+
+@pytest.mark.parametrize("fork", [True, False], ids=["forked", "started"])
+@pytest.mark.parametrize("sandboxed", WHERE)
+@pytest.mark.parametrize("length", [49, 200], ids=["macos-length", "longer"])
+def test_the_grader_works_wherever_the_temporary_folder_is(tiny, tmp_path, monkeypatch, sandboxed, fork, length):
+    # A kernel's sockets live in the temporary folder, and a Unix socket's path holds 104 to 108 bytes.
+    # macOS's TMPDIR, /var/folders/xx/…/T/, is 49 bytes long; the kernel's folders add more.
+    deep = tmp_path / "T"
+    while len(str(deep)) < length:
+        deep = deep / ("d" * min(40, length - len(str(deep)) - 1 or 1))
+    deep.mkdir(parents=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    report = grading.grade(submit(tmp_path, CORRECT), timeout=float(TIMEOUT), solutions=tiny, sandboxed=sandboxed,
+                           fork=fork)
+    assert report.total == report.max_total == 7, report.table()
+    assert list(deep.iterdir()) == []
+
+
+@pytest.mark.parametrize("sandboxed", WHERE)
+def test_a_zygotes_kernels_start_alone_whatever_the_one_before_left(tmp_path, sandboxed):
+    # Files in /tmp and /dev/shm, processes that left the kernel's session, changes to imported modules:
+    # none of it reaches the next kernel.
+    # (bubblewrap's /dev/shm may not be writable at all; where it is, what is left there goes too)
+    leave = ("import math, os, subprocess, sys\nopen('left', 'w').write('x')\ntry:\n"
+             "    open('/dev/shm/left', 'w').write('x')\nexcept OSError:\n    pass\n"
+             "math.pi = 3\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)  # " + MARKER + "'],"
+             " start_new_session=True)")
+    check = ("import math, os\nassert not os.path.exists('left'), os.listdir('.')\nassert math.pi > 3.14\n"
+             "assert not os.path.exists('/dev/shm/left') or not " + repr(sandboxed))
+    with sandbox.Zygote(tmp_path / "zygote", sandboxed=sandboxed, slot=7, preload=()) as zygote:
+        for _ in range(2):
+            with zygote.kernel() as kernel:
+                assert kernel.execute(check, 30).status == "ok", kernel.execute(check, 30)
+                assert kernel.execute(leave, 30).status == "ok"
+            assert not [cmd for _, cmd in distributed.other_processes("cmdline") if MARKER.encode() in cmd]
+        with zygote.kernel() as kernel:
+            assert kernel.execute("import os\nos._exit(3)", 30).status == "died"
+            assert not kernel.alive
+        with zygote.kernel() as kernel:                  # a kernel that died leaves the zygote working
+            assert kernel.execute("x = 1", 30).status == "ok"
+    if not sandboxed:
+        Path("/dev/shm/left").unlink(missing_ok=True)
+    assert not (tmp_path / "zygote").exists()
 
 
 def test_without_a_sandbox_the_grader_says_so_and_goes_on_only_when_told(tiny, tmp_path):

@@ -468,7 +468,7 @@ def _plan(solution: dict, exercise: str, answer_source: str, rng) -> list[_Cell]
 
 
 def _grade_exercise(solution: dict, exercise: str, answer_source: str, timeout: float, folder: Path,
-                    threads: int, slot: int, sandboxed: bool, limits) -> dict:
+                    threads: int, slot: int, sandboxed: bool, limits, zygote=None) -> dict:
     """{key: {"outcome", "message"}} for the answer and every check, and "tampered" if a canary passed."""
     import random
 
@@ -478,8 +478,11 @@ def _grade_exercise(solution: dict, exercise: str, answer_source: str, timeout: 
     plan = _plan(solution, exercise, answer_source, rng)
     results: dict[str, dict] = {}
     try:
-        kernel = sandbox.Kernel(folder, sandboxed=sandboxed, limits=limits, threads=threads, slot=slot,
-                                start_timeout=max(60.0, timeout))
+        if zygote is not None:
+            kernel = zygote().kernel(start_timeout=max(60.0, timeout))
+        else:
+            kernel = sandbox.Kernel(folder, sandboxed=sandboxed, limits=limits, threads=threads, slot=slot,
+                                    start_timeout=max(60.0, timeout))
     except sandbox.KernelDied as died:
         return {"kernel": {"outcome": "error", "message": str(died)}}
     with kernel:
@@ -598,8 +601,12 @@ def _prepare(path: Path, lesson: str | None, only: list[str] | None, folder: Pat
 
 def grade_many(paths: list[Path], *, timeout: float = 30.0, lesson: str | None = None, jobs: int | None = None,
                only: list[str] | None = None, solutions: Path | str | None = None, sandboxed: bool = True,
-               limits=None, progress: bool = False) -> list[Report | SubmissionError]:
+               limits=None, progress: bool = False, fork: bool | None = None) -> list[Report | SubmissionError]:
     """Grade submissions, each exercise in a kernel of its own, ``jobs`` kernels at a time.
+
+    With ``fork`` (the default where :func:`sandbox.can_fork`) each of the ``jobs`` sandboxes is a
+    :class:`sandbox.Zygote` that imports torch once and forks a fresh kernel for each exercise;
+    without, every kernel starts Python anew in a sandbox of its own.
 
     Returns, in the order given, a :class:`Report` for each submission, or the
     :class:`SubmissionError` that says why it could not be graded. Raises :class:`SubmissionError`
@@ -620,6 +627,25 @@ def grade_many(paths: list[Path], *, timeout: float = 30.0, lesson: str | None =
     threads = max(1, cores // jobs)
     slots = list(range(jobs))
     lock = threading.Lock()
+    fork = sandbox.can_fork() if fork is None else fork
+    zygotes: dict[int, sandbox.Zygote] = {}
+    # What the kernels would import first: torch, where a solution does (each exercise's setup does).
+    preload = tuple(name for name in ("torch",) if any(
+        re.search(rf"^\s*(import|from)\s+{name}\b", course.cell_source(cell), re.M)
+        for notebook, _ in cache.values() for cell in notebook["cells"] if cell.get("cell_type") == "code"))
+
+    def zygote_of(slot: int):
+        def made() -> sandbox.Zygote:
+            zygote = zygotes.get(slot)
+            if zygote is not None and not zygote.alive:
+                zygote.close()
+                zygote = None
+            if zygote is None:
+                zygote = zygotes[slot] = sandbox.Zygote(Path(workdir) / f"slot-{slot}", sandboxed=sandboxed,
+                                                        limits=limits, threads=threads, slot=slot,
+                                                        preload=preload, start_timeout=max(120.0, timeout))
+            return zygote
+        return made if fork else None
     bar = None
     if progress and tasks:
         from tqdm.auto import tqdm
@@ -632,7 +658,8 @@ def grade_many(paths: list[Path], *, timeout: float = 30.0, lesson: str | None =
             slot = slots.pop()
         try:
             return _grade_exercise(item.solution, exercise, item.answers[exercise], timeout, Path(workdir) /
-                                   f"{uuid.uuid4().hex[:12]}-{exercise}", threads, slot, sandboxed, limits)
+                                   f"{uuid.uuid4().hex[:12]}-{exercise}", threads, slot, sandboxed, limits,
+                                   zygote_of(slot))
         finally:
             with lock:
                 slots.append(slot)
@@ -641,9 +668,13 @@ def grade_many(paths: list[Path], *, timeout: float = 30.0, lesson: str | None =
 
     with tempfile.TemporaryDirectory(prefix="gpulab-grade-") as workdir:
         os.chmod(workdir, 0o711)               # each kernel's user reaches its own folder, and only that
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            for (item, exercise), outcome in zip(tasks, pool.map(run, tasks)):
-                item.outcomes[exercise] = outcome
+        try:
+            with ThreadPoolExecutor(max_workers=jobs) as pool:
+                for (item, exercise), outcome in zip(tasks, pool.map(run, tasks)):
+                    item.outcomes[exercise] = outcome
+        finally:
+            for zygote in zygotes.values():
+                zygote.close()
     if bar is not None:
         bar.close()
     notes = [] if sandboxed else ["graded without a sandbox (--no-sandbox)"]
@@ -653,14 +684,15 @@ def grade_many(paths: list[Path], *, timeout: float = 30.0, lesson: str | None =
 
 
 def grade(submission_path: Path, *, timeout: float = 30.0, lesson: str | None = None, workers: int = 2,
-          only: list[str] | None = None, solutions: Path | str | None = None, sandboxed: bool = True) -> Report:
+          only: list[str] | None = None, solutions: Path | str | None = None, sandboxed: bool = True,
+          fork: bool | None = None) -> Report:
     """Grade one submitted exercise notebook; raise :class:`SubmissionError` if it cannot be graded.
 
     ``only`` names the exercises to grade (default: all), e.g. to regrade one of them.
     """
     cores = os.cpu_count() or 1
     [result] = grade_many([Path(submission_path)], timeout=timeout, lesson=lesson, only=only, solutions=solutions,
-                          sandboxed=sandboxed, jobs=max(1, min(workers, cores)))
+                          sandboxed=sandboxed, jobs=max(1, min(workers, cores)), fork=fork)
     if isinstance(result, SubmissionError):
         raise result
     return result

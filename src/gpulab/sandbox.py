@@ -13,6 +13,13 @@ kernel runs as a plain child process, with the same clean environment and limits
 The grader talks to the kernel over Unix sockets in the scratch folder, on the shell and control
 channels only: what the kernel prints goes nowhere, and a verdict comes from the execute reply.
 Nothing the kernel sends is trusted beyond that; see the grader's canaries.
+
+Starting Python, IPython's kernel and torch costs seconds, more than most exercises take to
+grade. A :class:`Zygote` pays it once: a sandbox whose first process imports them and then, on
+Linux, forks a fresh kernel for each exercise. It stays root with nothing but the right to change
+user, and each kernel gives that up before it runs anything; when a kernel is done, every process
+of its user is killed and its files are removed before the next one starts. Kernels of one zygote
+run one after another, each alone in the sandbox.
 """
 
 from __future__ import annotations
@@ -31,11 +38,14 @@ import uuid
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["ExecuteResult", "Kernel", "KernelDied", "Limits", "unavailable"]
+__all__ = ["ExecuteResult", "Kernel", "KernelDied", "Limits", "Zygote", "can_fork", "unavailable"]
 
 INSIDE = "/tmp"                      # where the scratch folder appears inside the sandbox
 UID_BASE = 61000                     # run as root, kernel k runs as user UID_BASE + k % 1000
 MAX_MESSAGE = 16 * 2**20             # bytes of one message from the kernel
+# A Unix socket's path holds at most 104 (macOS) to 108 (Linux) bytes. A folder whose sockets
+# would be longer than this is reached through a short link in /tmp.
+SOCKET_PATH_LIMIT = 100
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,6 +87,157 @@ for limit, value in ((resource.RLIMIT_DATA, memory), (resource.RLIMIT_NPROC, pro
                      (resource.RLIMIT_CPU, cpu), (resource.RLIMIT_FSIZE, largest), (resource.RLIMIT_CORE, 0)):
     resource.setrlimit(limit, (value, value))
 os.execv(sys.argv[6], sys.argv[6:])
+"""
+
+
+# The first process of a zygote's sandbox. Its argument: a JSON object with "uid" (-1: stay this
+# user), "limits" (memory, processes, CPU seconds, file bytes) and "preload" (modules to import
+# before any kernel exists). It reads commands from its stdin, a JSON object a line —
+# {"spawn": CONNECTION_FILE, "cwd": FOLDER} and {"end": PID} — and writes events to its stdout:
+# {"ready": PID}, {"started": PID}, {"exited": PID, "status": N}, {"ended": PID}.
+_ZYGOTE = r"""
+import json, os, resource, select, signal, sys, time
+if sys.path and sys.path[0] == "":
+    del sys.path[0]                       # the sandbox's /tmp is the students': nothing is imported from it
+os.chdir("/")
+config = json.loads(sys.argv[1])
+uid = config["uid"]
+memory, processes, cpu, largest = config["limits"]
+from ipykernel import kernelapp
+for name in config["preload"]:
+    try:
+        __import__(name)
+    except Exception:
+        pass                              # a kernel that needs it then fails as a fresh one would
+commands, out = sys.stdin.fileno(), sys.stdout.fileno()
+
+def say(**event):
+    os.write(out, (json.dumps(event) + "\n").encode())
+
+def become_kernel(connection, cwd):
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    mine = processes
+    if uid >= 0:
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+    else:
+        mine += sum(1 for p in os.listdir("/proc") if p.isdigit() and os.stat("/proc/" + p).st_uid == os.getuid())
+    for limit, value in ((resource.RLIMIT_DATA, memory), (resource.RLIMIT_NPROC, mine),
+                         (resource.RLIMIT_CPU, cpu), (resource.RLIMIT_FSIZE, largest), (resource.RLIMIT_CORE, 0)):
+        resource.setrlimit(limit, (value, value))
+    os.chdir(cwd)
+    sys.argv = ["ipykernel_launcher", "-f", connection, "--quiet", "--HistoryManager.enabled=False"]
+    kernelapp.launch_new_instance()
+
+def alive(user):
+    # The processes of ``user`` here that still run (zombies are dead: init reaps them).
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in (1, os.getpid()):
+            continue
+        try:
+            with open("/proc/" + name + "/status") as handle:
+                fields = dict(line.split(":", 1) for line in handle.read().splitlines() if ":" in line)
+        except (OSError, ValueError):
+            continue
+        if fields.get("State", "").strip()[:1] in ("Z", "X"):
+            continue
+        if str(user) in fields.get("Uid", "").split():
+            found.append(int(name))
+    return found
+
+def clear_shared_memory():
+    import shutil
+    for name in os.listdir("/dev/shm"):
+        path = os.path.join("/dev/shm", name)
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.unlink(path)
+        except OSError:
+            pass
+
+def end_everything(kernel):
+    # Every process of the kernel's user here, whoever started it and whatever it became. This
+    # process may not signal them (it keeps no right but changing user): a helper that becomes the
+    # user does, with kill(-1), which reaches every process it may signal in this PID namespace, and
+    # removes the user's files from /dev/shm, which outlives kernels as /tmp does (the grader
+    # empties /tmp). A process could stop one helper; then another one goes, until none is left.
+    if uid < 0:
+        try:
+            os.killpg(kernel, signal.SIGKILL)
+        except OSError:
+            pass
+    else:
+        for _ in range(100):
+            helper = os.fork()
+            if helper == 0:
+                try:
+                    os.setgroups([])
+                    os.setgid(uid)
+                    os.setuid(uid)
+                    for _ in range(3):
+                        try:
+                            os.kill(-1, signal.SIGKILL)
+                        except OSError:
+                            pass
+                        time.sleep(0.002)
+                    clear_shared_memory()
+                finally:
+                    os._exit(0)
+            os.waitpid(helper, 0)
+            if not alive(uid):
+                break
+    try:
+        os.waitpid(kernel, 0)
+    except ChildProcessError:
+        pass                              # reaped already: it ended by itself
+
+kernels = {}
+say(ready=os.getpid())
+pending = b""
+while True:
+    readable, _, _ = select.select([commands], [], [], 0.1)
+    while kernels:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == 0:
+            break
+        if kernels.pop(pid, None) is not None:
+            say(exited=pid, status=os.waitstatus_to_exitcode(status))
+    if not readable:
+        continue
+    data = os.read(commands, 65536)
+    if not data:
+        break                             # the grader is done, or gone
+    pending += data
+    while b"\n" in pending:
+        line, pending = pending.split(b"\n", 1)
+        command = json.loads(line)
+        if "spawn" in command:
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    become_kernel(command["spawn"], command["cwd"])
+                finally:
+                    os._exit(1)
+            kernels[pid] = True
+            say(started=pid)
+        elif "end" in command:
+            pid = command["end"]
+            end_everything(pid)
+            kernels.pop(pid, None)
+            say(ended=pid)
+for pid in list(kernels):
+    end_everything(pid)
 """
 
 
@@ -184,44 +345,255 @@ def _simulation_cache() -> Path | None:
     return None if library is None else library.parent
 
 
+def can_fork() -> bool:
+    """Whether kernels may be forked from a :class:`Zygote` here: Linux. (macOS forbids much after a
+    fork in a process that has loaded its system frameworks, as torch does; kernels are started
+    one by one there.)"""
+    return sys.platform.startswith("linux")
+
+
+def _short(folder: Path) -> tuple[Path, Path | None]:
+    """``folder`` itself, or a short link to it in /tmp when its sockets' paths would be too long
+    (a deep TMPDIR: macOS's is /var/folders/…/T/). Returns (folder to use, link to remove later)."""
+    if len(str(folder)) + 32 <= SOCKET_PATH_LIMIT:
+        return folder, None
+    for _ in range(100):
+        link = Path("/tmp") / f"gpulab-{secrets.token_hex(4)}"
+        try:
+            os.symlink(folder, link)
+        except FileExistsError:
+            continue
+        return link, link
+    raise OSError(f"no short link could be made in /tmp for {folder}")
+
+
+def _end_group(process: subprocess.Popen) -> None:
+    """Kill a process started in a session of its own, and everything in its process group."""
+    if process.poll() is None:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except OSError:
+            pass
+    process.wait()
+
+
+class _Started:
+    """A kernel that is a child process of the grader (bubblewrap's, when sandboxed)."""
+
+    def __init__(self, command: list[str], cwd: Path, env: dict):
+        self.popen = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def poll(self) -> int | None:
+        return self.popen.poll()
+
+    def kill(self) -> None:
+        _end_group(self.popen)
+
+
+class Zygote:
+    """A sandbox (or, unsandboxed, a process) that imports Python's kernel and ``preload`` once and
+    forks a kernel for each :meth:`kernel`, in the folder ``scratch``, removed by :meth:`close`.
+
+    Kernels of one zygote run one at a time: ending one ends every process of its user and empties
+    the sandbox's /tmp and /dev/shm. ``slot`` picks the user, as for :class:`Kernel`.
+    """
+
+    def __init__(self, scratch: Path, *, sandboxed: bool, limits: Limits = Limits(), threads: int = 1, slot: int = 0,
+                 preload: tuple[str, ...] = ("torch",), start_timeout: float = 120.0):
+        import threading
+
+        self.scratch, self.sandboxed, self.limits = Path(scratch), sandboxed, limits
+        self.uid = UID_BASE + slot % 1000
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        self.home = self.scratch / "home"          # the kernels' folder: /tmp itself, when sandboxed
+        self.inside = INSIDE if sandboxed else str(self.home)
+        self.home.mkdir(exist_ok=True)
+        config = {"uid": self.uid if sandboxed else -1, "preload": list(preload),
+                  "limits": [limits.memory_bytes, limits.processes, limits.cpu_s, limits.file_bytes]}
+        command = [sys.executable, "-s", "-c", _ZYGOTE, json.dumps(config)]
+        if sandboxed:
+            if os.geteuid() == 0:
+                os.chown(self.home, self.uid, self.uid)
+            command = _bwrap_args(self.home, self.uid) + command
+        self.process = subprocess.Popen(command, cwd=self.home, env=_clean_env(threads, self.inside),
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                        start_new_session=True)
+        self._events: dict[str, dict] = {}
+        self._started: list[int] = []
+        self._changed = threading.Condition()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        self.current: int | None = None
+        if self._wait("ready", None, time.monotonic() + start_timeout) is None:
+            self.close()
+            raise KernelDied("the sandbox did not start")
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            with self._changed:
+                if "started" in event:
+                    self._started.append(event["started"])
+                for kind in ("ready", "exited", "ended"):
+                    if kind in event:
+                        self._events[kind if kind == "ready" else f"{kind}:{event[kind]}"] = event
+                self._changed.notify_all()
+        with self._changed:
+            self._events["gone"] = {}
+            self._changed.notify_all()
+
+    def _wait(self, kind: str, pid: int | None, deadline: float) -> dict | None:
+        key = kind if pid is None else f"{kind}:{pid}"
+        with self._changed:
+            while key not in self._events and "gone" not in self._events:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._changed.wait(left)
+            return self._events.get(key)
+
+    def _send(self, **command) -> None:
+        try:
+            self.process.stdin.write((json.dumps(command) + "\n").encode())
+            self.process.stdin.flush()
+        except (OSError, ValueError):
+            pass                                   # gone: the wait that follows says so
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None and "gone" not in self._events
+
+    def kernel(self, start_timeout: float = 60.0) -> "Kernel":
+        """A fresh kernel; the one before it must be closed."""
+        if self.current is not None:
+            raise RuntimeError("a zygote's kernels run one at a time: close the last one first")
+        return Kernel(self.scratch, sandboxed=self.sandboxed, limits=self.limits, zygote=self,
+                      start_timeout=start_timeout)
+
+    def _spawn(self, connection: str) -> "_Forked":
+        self._send(spawn=connection, cwd=self.inside)
+        deadline = time.monotonic() + 30
+        with self._changed:
+            while not self._started and "gone" not in self._events and time.monotonic() < deadline:
+                self._changed.wait(deadline - time.monotonic())
+            if not self._started:
+                raise KernelDied("the sandbox could not start a kernel")
+            self.current = self._started.pop(0)
+        return _Forked(self, self.current)
+
+    def _status(self, pid: int) -> int | None:
+        event = self._events.get(f"exited:{pid}")
+        if event is not None:
+            return event["status"]
+        return None if self.alive else -signal.SIGKILL
+
+    def _end(self, pid: int) -> None:
+        self._send(end=pid)
+        if self._wait("ended", pid, time.monotonic() + 60) is None and self.alive:
+            self._stop()                            # it did not answer: the sandbox goes, and its kernels
+        if not self.sandboxed:
+            _kill_marked(str(self.home))
+        for entry in self.home.iterdir():
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+        self.current = None
+
+    def _stop(self) -> None:
+        _end_group(self.process)
+
+    def close(self) -> None:
+        """End the sandbox and every kernel in it; remove the scratch folder."""
+        try:
+            self.process.stdin.close()              # it ends its kernels, and then itself
+        except OSError:
+            pass
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pass
+        self._stop()
+        if not self.sandboxed:
+            _kill_marked(str(self.home))
+        shutil.rmtree(self.scratch, ignore_errors=True)
+        self.home.with_name(self.home.name + ".hosts").unlink(missing_ok=True)
+
+    def __enter__(self) -> "Zygote":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class _Forked:
+    """A kernel forked by a :class:`Zygote`."""
+
+    def __init__(self, zygote: Zygote, pid: int):
+        self.zygote, self.pid, self.ended = zygote, pid, False
+
+    def poll(self) -> int | None:
+        return -signal.SIGKILL if self.ended else self.zygote._status(self.pid)
+
+    def kill(self) -> None:
+        if not self.ended:
+            self.ended = True
+            self.zygote._end(self.pid)
+
+
 class Kernel:
     """An IPython kernel in ``scratch`` (a folder of its own, removed by :meth:`close`), sandboxed or not.
 
     ``slot`` picks the unprivileged user of a sandboxed kernel run as root: kernels that run at
-    the same time need different slots, so that each one's process limit is its own.
+    the same time need different slots, so that each one's process limit is its own. With a
+    ``zygote`` the kernel is forked by it, in its sandbox, and ``scratch`` is the zygote's.
     """
 
     def __init__(self, scratch: Path, *, sandboxed: bool, limits: Limits = Limits(), threads: int = 1, slot: int = 0,
-                 start_timeout: float = 60.0):
+                 start_timeout: float = 60.0, zygote: Zygote | None = None):
         import zmq
         from jupyter_client import BlockingKernelClient
 
-        self.scratch, self.sandboxed = Path(scratch), sandboxed
+        self.zygote = zygote
+        self.scratch, self.sandboxed = Path(scratch) if zygote is None else zygote.home, sandboxed
         self.scratch.mkdir(parents=True, exist_ok=True)
         uid = UID_BASE + slot % 1000
-        inside = INSIDE if sandboxed else str(self.scratch)
+        self.sockets, self.link = _short(self.scratch)
+        inside = INSIDE if sandboxed else str(self.sockets)
         info = {"transport": "ipc", "signature_scheme": "hmac-sha256", "key": secrets.token_hex(16),
                 "kernel_name": "python3", "shell_port": 1, "iopub_port": 2, "stdin_port": 3, "control_port": 4,
                 "hb_port": 5}
         socket_name = f"kernel-{uuid.uuid4().hex[:8]}"
-        (self.scratch / "kernel.json").write_text(json.dumps(dict(info, ip=f"{inside}/{socket_name}")))
-        kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", f"{inside}/kernel.json", "--quiet",
-                  "--HistoryManager.enabled=False"]
-        command = [sys.executable, "-I", "-S", "-c", _ENTRY, str(uid if sandboxed else -1), str(limits.memory_bytes),
-                   str(limits.processes), str(limits.cpu_s), str(limits.file_bytes), *kernel]
-        if sandboxed:
-            if os.geteuid() == 0:
-                os.chown(self.scratch, uid, uid)
-            command = _bwrap_args(self.scratch, uid) + command
-        self.process = subprocess.Popen(command, cwd=self.scratch, env=_clean_env(threads, inside),
-                                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.DEVNULL, start_new_session=True)
+        (self.scratch / f"{socket_name}.json").write_text(json.dumps(dict(info, ip=f"{inside}/{socket_name}")))
+        connection = f"{inside}/{socket_name}.json"
+        self.context = zmq.Context()
+        try:
+            if zygote is not None:
+                self.process = zygote._spawn(connection)
+            else:
+                kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", connection, "--quiet",
+                          "--HistoryManager.enabled=False"]
+                command = [sys.executable, "-I", "-S", "-c", _ENTRY, str(uid if sandboxed else -1),
+                           str(limits.memory_bytes), str(limits.processes), str(limits.cpu_s),
+                           str(limits.file_bytes), *kernel]
+                if sandboxed:
+                    if os.geteuid() == 0:
+                        os.chown(self.scratch, uid, uid)
+                    command = _bwrap_args(self.scratch, uid) + command
+                self.process = _Started(command, self.scratch, _clean_env(threads, inside))
+        except BaseException:
+            self.context.destroy(linger=0)
+            self._remove_link()
+            raise
         # A kernel may send anything: a message too large to be a reply closes the connection
         # instead of filling the grader's memory.
-        self.context = zmq.Context()
         self.context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE)
         self.client = BlockingKernelClient(context=self.context)
-        self.client.load_connection_info(dict(info, ip=str(self.scratch / socket_name)))
+        self.client.load_connection_info(dict(info, ip=str(self.sockets / socket_name)))
         self.client.start_channels(shell=True, iopub=False, stdin=False, hb=False, control=True)
         try:
             self._reply(self.client.kernel_info(), time.monotonic() + start_timeout)
@@ -232,8 +604,8 @@ class Kernel:
     def _reply(self, msg_id: str, deadline: float, channel: str = "shell") -> dict:
         get = self.client.get_shell_msg if channel == "shell" else self.client.get_control_msg
         while True:
-            if self.process.poll() is not None:
-                raise KernelDied(f"the kernel died (exit status {self.process.returncode})")
+            if (status := self.process.poll()) is not None:
+                raise KernelDied(f"the kernel died (exit status {status})")
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError
@@ -273,22 +645,24 @@ class Kernel:
         return self.process.poll() is None
 
     def kill(self) -> None:
-        if self.process.poll() is None:
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except OSError:
-                pass
-        self.process.wait()
+        self.process.kill()
 
     def close(self) -> None:
         """End the kernel and everything it started; remove the scratch folder."""
         self.kill()
         self.client.stop_channels()
         self.context.destroy(linger=0)
+        self._remove_link()
+        if self.zygote is not None:
+            return                                  # the zygote has ended its processes and emptied its folder
         if not self.sandboxed:
             _kill_marked(str(self.scratch))
         shutil.rmtree(self.scratch, ignore_errors=True)
         self.scratch.with_name(self.scratch.name + ".hosts").unlink(missing_ok=True)
+
+    def _remove_link(self) -> None:
+        if self.link is not None:
+            self.link.unlink(missing_ok=True)
 
     def __enter__(self) -> "Kernel":
         return self
