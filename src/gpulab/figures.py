@@ -4,6 +4,9 @@ Each draws a panel's result with :func:`gpulab.plots.series`, next to the refere
 under the panel's name (read when drawing, so a reference recorded later shows at once). With
 no accelerator here and no reference recorded, a figure shows well-known figures instead —
 theoretical link rates, a model, a spec sheet — each labelled as such, never an empty axes.
+On every machine, a panel whose quantity someone measured on a real GPU and published
+(:data:`gpulab.reference.PUBLISHED`) draws those figures too, long-dashed, each labelled
+"published" with its GPU and source.
 """
 
 from __future__ import annotations
@@ -26,6 +29,24 @@ def _same_experiment(record: dict | None, result: dict, keys: tuple[str, ...]) -
     if record is None or any(record["result"].get(key) != result.get(key) for key in keys):
         return None
     return record
+
+
+# Published measurements are long-dashed, without markers: unlike the reader's curves (solid, with
+# markers), a recorded reference (short dashes, with markers) and figures not measured (dotted).
+PUBLISHED_DASHES = (0, (8, 3))
+PUBLISHED_COLORS = ("#6a3d9a", "#b15928", "#1f78b4", "#e31a1c")
+
+
+def _published(ax, panel: str, unit: str, *, dtype: str | None = None, direction: str | None = None,
+               color=None) -> list:
+    """A horizontal line on ``ax`` for each published measurement ``panel`` draws (of that dtype or
+    direction), at its value in ``unit`` — the unit of the axis, which the caller names."""
+    lines = []
+    for index, entry in enumerate(reference.published(panel, dtype=dtype, direction=direction)):
+        lines.append(ax.axhline(entry.value_in(unit), linestyle=PUBLISHED_DASHES, linewidth=1.3, alpha=0.9,
+                                color=color(entry) if color else PUBLISHED_COLORS[index % len(PUBLISHED_COLORS)],
+                                label=entry.label(unit), gid=f"published|{entry.key}"))
+    return lines
 
 
 def _finish(ax, xlabel: str, ylabel: str, *, x: str = "log2") -> None:
@@ -58,7 +79,8 @@ def _roof_grid(intensities, ridges) -> list[float]:
 def roofline(result: dict, figure) -> None:
     """00_roofline: achieved GFLOP/s of a Linear layer against its arithmetic intensity, under the
     roof the device's measured ceilings make, with its ridge point; without an accelerator and a
-    reference, the rooflines of well-known GPUs from their data sheets."""
+    reference, the rooflines of well-known GPUs from their data sheets; on every machine, the
+    published matrix-multiply rates of real GPUs in this dtype."""
     record = reference.load("00_roofline")
     usable = _same_experiment(record, result, ("dtype",))
     dtype, ax = result["dtype"], figure.subplots()
@@ -93,6 +115,7 @@ def roofline(result: dict, figure) -> None:
                               f"{gpu.name} roof, {dtype} (spec sheet): {peak:,.0f} GFLOP/s, {gpu.memory_gbps:,} GB/s", index)
         plots.note(figure, "no accelerator here · " + (reference.NOT_RECORDED if record is None else
                    f"the reference was recorded in {record['result'].get('dtype')}"))
+    _published(ax, "00_roofline", "GFLOP/s", dtype=dtype)
     _finish(ax, f"arithmetic intensity (FLOP per byte moved, {dtype})", "achieved GFLOP/s", x="log")
     plots.legend(figure)
 
@@ -100,7 +123,8 @@ def roofline(result: dict, figure) -> None:
 def overhead(result: dict, figure) -> None:
     """00_overhead: time per call of a tiny elementwise op, and the bandwidth it reaches, against the
     tensor's size; where each device's time leaves its floor. Without an accelerator and a
-    reference, a GPU modelled as a fixed cost per call plus its data sheet's bandwidth."""
+    reference, a GPU modelled as a fixed cost per call plus its data sheet's bandwidth. On every
+    machine, published copy bandwidths within real GPUs' memory, bytes read plus written."""
     record = reference.load("00_overhead")
     time_ax, rate_ax = figure.subplots(1, 2)
     sizes = result["sizes"]
@@ -121,6 +145,7 @@ def overhead(result: dict, figure) -> None:
         plots.known_curve(time_ax, sizes, [s * 1e6 for s in model_s], label, 3)
         plots.known_curve(rate_ax, sizes, [2 * n / s / 1e9 for n, s in zip(sizes, model_s)], label, 3)
         plots.note(figure, "no accelerator here · " + reference.NOT_RECORDED)
+    _published(rate_ax, "00_overhead", "GB/s")       # copies within device memory, counted read plus written
     time_ax.set_title("time per call of x.add_(1)", fontsize=9)
     rate_ax.set_title("bytes read and written per second", fontsize=9)
     _finish(time_ax, "tensor size", "µs per call", x="bytes")
@@ -158,7 +183,8 @@ def amdahl(result: dict, figure) -> None:
 
 def matmul(result: dict, figure) -> None:
     """01_matmul: time per multiply and GFLOP/s against n, per device; where an accelerator
-    takes the lead; without one, the spec-sheet peaks of common GPUs for this dtype."""
+    takes the lead; without one, the spec-sheet peaks of common GPUs for this dtype; on every
+    machine, a real GPU's published rate in this dtype."""
     from .timing import crossover
 
     record = reference.load("01_matmul")
@@ -179,6 +205,7 @@ def matmul(result: dict, figure) -> None:
             plots.known_level(rate_ax, tflops * 1e3, f"{gpu} peak, {tflops:g} TFLOP/s (spec sheet)", index)
         plots.note(figure, "no accelerator here · " + (reference.NOT_RECORDED if record is None else
                    f"the reference was recorded in {record['result'].get('dtype')}"))
+    _published(rate_ax, "01_matmul", "GFLOP/s", dtype=result["dtype"])
     _finish(time_ax, "n (matrices are n × n)", "time per multiply (ms)")
     _finish(rate_ax, "n (matrices are n × n)", "achieved GFLOP/s")
     plots.legend(figure)
@@ -201,7 +228,8 @@ def bandwidth(result: dict, figure) -> None:
     On a CPU-only machine: the host's own copy bandwidth beside the PCIe ceilings and the
     latency-plus-bandwidth model, and a host copy's time (what ``pin_memory()`` costs) beside
     the modelled transfer it would speed up. On an accelerator that could not pin memory, no
-    pane for pinning, and a note that says why.
+    pane for pinning, and a note that says why. On every machine, in each direction drawn, the
+    published bandwidths of pinned and pageable copies to and from real GPUs.
     """
     record = reference.load("02_bandwidth")
     here_cpu = _no_accelerator(result)
@@ -216,9 +244,15 @@ def bandwidth(result: dict, figure) -> None:
     h2d = axes["h2d"]
     plots.series(h2d, result, names=lambda n: not n.startswith("device→host"), **common)
     h2d.set_title("host → device" + (" · here: a copy within host memory" if here_cpu else ""), fontsize=9)
+
+    def method_color(entry):                  # a published copy takes the colour of its method
+        return METHOD_COLORS[entry.memory]
+
+    _published(h2d, "02_bandwidth", "GB/s", direction="host→device", color=method_color)
     if "d2h" in axes:
         plots.series(axes["d2h"], result, names=lambda n: n.startswith("device→host"), **common)
         axes["d2h"].set_title("device → host", fontsize=9)
+        _published(axes["d2h"], "02_bandwidth", "GB/s", direction="device→host", color=method_color)
 
     sizes = result["sizes"]
     link = reference.LINK_MODEL
@@ -487,7 +521,8 @@ def number_formats(rows: list[dict], figure) -> None:
 
 
 def dtype_matmul(result: dict, figure) -> None:
-    """05_matmul: matmul TFLOP/s against n for every dtype the device has."""
+    """05_matmul: matmul TFLOP/s against n for every dtype the device has, beside a real GPU's
+    published rate in each of those dtypes."""
     record = reference.load("05_matmul")
     ax = figure.subplots()
     plots.series(ax, result, x="sizes", y="tflops", reference=record, colors=DTYPE_COLORS,
@@ -499,6 +534,8 @@ def dtype_matmul(result: dict, figure) -> None:
             plots.known_level(ax, gpu.tensor_tflops, f"{gpu.name} {' and '.join(gpu.tensor_dtypes)} on tensor cores "
                               f"(spec sheet): {gpu.tensor_tflops:g} TFLOP/s", 2 * index + 1)
         plots.note(figure, "no accelerator here · " + reference.NOT_RECORDED)
+    for name in result["tflops"]:                 # an H100's published figure for each dtype measured here
+        _published(ax, "05_matmul", "TFLOP/s", dtype=name, color=lambda entry: DTYPE_COLORS[entry.dtype])
     _finish(ax, "n (n×n @ n×n)", "TFLOP/s")
     plots.legend(figure)
 
@@ -604,7 +641,8 @@ def _processes_note(figure, result: dict, record: dict | None) -> None:
 
 def allreduce(result: dict, figure) -> None:
     """06_allreduce: all-reduce time against message size per number of processes, with the α + β·S
-    fit the lesson made, and the bus bandwidth S/t · 2(n − 1)/n."""
+    fit the lesson made, and the bus bandwidth S/t · 2(n − 1)/n beside published bus bandwidths of
+    GPUs over NVLink."""
     record = reference.load("06_allreduce")
     usable, on_cpu = _processes_reference(record, result, ())
     time_ax, bus_ax = figure.subplots(1, 2)
@@ -619,6 +657,7 @@ def allreduce(result: dict, figure) -> None:
     if result["backend"] != "nccl" and usable is None:
         for index, (link, gbps) in enumerate(LINKS_GBPS.items()):
             plots.known_level(bus_ax, gbps, f"{link}: {gbps:g} GB/s (theoretical)", index)
+    _published(bus_ax, "06_allreduce", "GB/s")
     _processes_note(figure, result, record)
     time_ax.set_title(f"all_reduce time ({_where(result)})", fontsize=9)
     bus_ax.set_title("bus bandwidth = S/t · 2(n − 1)/n", fontsize=9)
