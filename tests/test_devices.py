@@ -139,3 +139,49 @@ def test_only_bfloat16_in_hardware_counts_as_cpu_support():
     assert cpu_native_bf16(avx512_only) is False
     assert cpu_native_bf16(sapphire_rapids) is True and cpu_native_bf16(graviton3) is True
     assert cpu_native_bf16("processor\t: 0\n") is None
+
+
+def _pci_tree(root, gpu, port, address="0000:01:00.0"):
+    """A sysfs tree as Linux lays it out: the GPU's folder inside its port's, and a link to it by address."""
+    port_folder = root / "devices" / "pci0000:00" / "0000:00:01.0"
+    for folder, (speed, width) in ((port_folder, port), (port_folder / address, gpu)):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "max_link_speed").write_text(f"{speed}\n")
+        (folder / "max_link_width").write_text(f"{width}\n")
+    (root / "bus" / "pci" / "devices").mkdir(parents=True, exist_ok=True)
+    (root / "bus" / "pci" / "devices" / address).symlink_to(port_folder / address)
+
+
+class _Properties:
+    pci_domain_id, pci_bus_id, pci_device_id = 0, 1, 0
+
+
+@pytest.mark.parametrize("gpu, port, expected", [
+    (("16.0 GT/s PCIe", 16), ("16.0 GT/s PCIe", 16), "PCIe 4.0 ×16"),
+    (("32.0 GT/s PCIe", 16), ("16.0 GT/s PCIe", 16), "PCIe 4.0 ×16"),     # an H100 in a PCIe 4.0 server
+    (("8 GT/s", 16), ("8 GT/s", 8), "PCIe 3.0 ×8"),                       # older kernels: no "PCIe"; a ×8 slot
+    (("8.0 GT/s PCIe", 16), ("Unknown", "255"), "PCIe 3.0 ×16"),          # a port that reports nothing usable
+])
+def test_the_host_link_is_what_both_ends_of_it_support(tmp_path, monkeypatch, gpu, port, expected):
+    _pci_tree(tmp_path, gpu, port)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: _Properties())
+    link = devices.host_link(0, sysfs=str(tmp_path))
+    assert link is not None and link.name == expected
+
+
+def test_the_host_link_is_unknown_where_linux_or_torch_does_not_tell(tmp_path, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: _Properties())
+    assert devices.host_link(0, sysfs=str(tmp_path)) is None                 # no such device folder
+
+    class Older:                                                             # a torch without PCI ids
+        pass
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: Older())
+    assert devices.host_link(0, sysfs=str(tmp_path)) is None
+
+
+def test_a_links_bandwidth_is_lanes_times_rate_times_coding():
+    assert devices.HostLink(3, 16).gbps == pytest.approx(15.75, rel=1e-3)
+    assert devices.HostLink(4, 16).gbps == pytest.approx(31.5, rel=1e-3)
+    assert devices.HostLink(5, 16).gbps == pytest.approx(63.0, rel=1e-3)
+    assert devices.HostLink(2, 16).gbps == pytest.approx(8.0)                # 8b/10b coding

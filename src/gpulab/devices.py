@@ -18,12 +18,14 @@ from .tables import Table
 __all__ = [
     "DeviceInfo",
     "DeviceTable",
+    "HostLink",
     "accelerator_type",
     "best_device",
     "cpu",
     "describe",
     "gpu",
     "gpu_name",
+    "host_link",
     "num_gpus",
     "peak_memory_gbps",
     "synchronize",
@@ -265,6 +267,71 @@ def peak_memory_gbps(properties) -> float | None:
     if clock_khz <= 0 or bus_bits <= 0:
         return None
     return 2 * clock_khz * 1e3 * bus_bits / 8 / 1e9
+
+
+# PCIe generation by the transfer rate of one lane, GT/s; generations 1 and 2 code 8 bits in 10,
+# later ones 128 in 130.
+_PCIE_GENERATIONS = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
+
+
+@dataclasses.dataclass(frozen=True)
+class HostLink:
+    """The PCIe link between a GPU and its host: generation and lanes."""
+
+    generation: int
+    width: int
+
+    @property
+    def name(self) -> str:
+        return f"PCIe {self.generation}.0 ×{self.width}"
+
+    @property
+    def gbps(self) -> float:
+        """Its theoretical bandwidth per direction, GB/s: lanes × GT/s × line coding / 8 bits."""
+        rate = {value: key for key, value in _PCIE_GENERATIONS.items()}[self.generation]
+        coding = 8 / 10 if self.generation <= 2 else 128 / 130
+        return self.width * rate * coding / 8
+
+
+def _read_link(folder) -> tuple[float, int] | None:
+    try:
+        speed = (folder / "max_link_speed").read_text().split()[0]            # "16.0 GT/s PCIe" or "8 GT/s"
+        width = int((folder / "max_link_width").read_text().split()[0])
+        return float(speed), width
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def host_link(i: int = 0, *, sysfs: str = "/sys") -> HostLink | None:
+    """The PCIe link CUDA GPU ``i`` sits on, or None where it cannot be told.
+
+    PyTorch does not say; Linux does, in ``/sys/bus/pci/devices/<address>/``, for the GPU and for
+    the port above it: a link runs at the generation and width both ends support, the lesser of
+    their ``max_link_speed`` and ``max_link_width``. (Not ``current_link_speed``: an idle GPU drops
+    its link to a lower generation to save power, and raises it when copies start.) The address
+    comes from the device properties (``pci_domain_id``, ``pci_bus_id``, ``pci_device_id``), which
+    recent torch versions report. None: not Linux, no such properties, a GPU not on PCIe.
+    """
+    from pathlib import Path
+
+    from . import simulated
+
+    if simulated.is_simulating():
+        # A simulated GPU reports the link of the card it stands for.
+        spec = simulated.running().specs[i]
+        generation, width = spec.link.split(";")[0].removeprefix("PCIe ").split(" x")
+        return HostLink(int(float(generation)), int(width))
+    props = torch.cuda.get_device_properties(i)
+    address = [getattr(props, f"pci_{part}_id", None) for part in ("domain", "bus", "device")]
+    if None in address:
+        return None
+    device = Path(sysfs) / "bus" / "pci" / "devices" / "{:04x}:{:02x}:{:02x}.0".format(*address)
+    ends = [end for end in (_read_link(device), _read_link(device.resolve().parent)) if end is not None]
+    if not ends or not device.exists():
+        return None
+    speed, width = min(end[0] for end in ends), min(end[1] for end in ends)
+    generation = _PCIE_GENERATIONS.get(speed)
+    return HostLink(generation, width) if generation is not None and width > 0 else None
 
 
 def gpu_name(i: int = 0) -> str:
