@@ -10,6 +10,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -593,6 +594,31 @@ def test_a_lesson_other_than_the_one_chosen_is_reported(tiny, tmp_path):
     assert done.returncode == 2 and "metadata says lesson 01_devices, but --lesson says 02_copying" in done.stderr
 
 
+def test_every_exercise_and_solution_notebook_carries_its_lesson():
+    for folder in ("exercises", "solutions"):
+        for path in sorted((ROOT / folder).glob("*.ipynb")):
+            assert course.read_notebook(path)["metadata"].get("gpulab", {}).get("lesson") == path.stem, path
+
+
+# Canvas, Moodle (its folder's name, then the file's), Blackboard, a second download, and a name with no lesson in it.
+LMS_NAMES = ["doe_jane_12345_6789012_{lesson}.ipynb", "Jane Doe_4821_assignsubmission_file_/{lesson}.ipynb",
+             "Assignment_doejane_attempt_2026-11-25-10-00-00_{lesson}-1.ipynb", "{lesson} (2).ipynb",
+             "0123_submission.ipynb"]
+
+
+@pytest.mark.parametrize("lesson", sorted(p.stem for p in (ROOT / "exercises").glob("*.ipynb")))
+def test_a_submission_renamed_by_a_learning_management_system_is_graded_as_its_lesson(lesson, tmp_path):
+    # Only the lesson is asked for (--exercise of one that does not exist): grading every lesson under every
+    # name would take minutes; the simulated course grades each solution so renamed.
+    for name in LMS_NAMES:
+        path = tmp_path / name.format(lesson=lesson)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ROOT / "exercises" / f"{lesson}.ipynb", path)
+        done = run_grade(path, "--exercise", "no-such-exercise")
+        assert done.returncode == 2 and f"lesson {lesson} has no exercise no-such-exercise" in done.stderr, (
+            name, done.stderr)
+
+
 def test_no_solutions_no_grading(tmp_path):
     done = run_grade(ROOT / "exercises" / "01_devices.ipynb", solutions=tmp_path / "nowhere")
     assert done.returncode == 2 and "no such folder" in done.stderr
@@ -632,6 +658,23 @@ def test_recorded_time_fn_sees_every_way_of_calling_it_and_leaves_the_namespace_
     assert [call.kwargs.get("flops") for call in calls] == [10, None, None]
     assert namespace == {"time_fn": timing.time_fn, "other": 1, "made_inside": True}
     assert gpulab.time_fn is timing.time_fn
+
+
+def test_patched_reaches_every_name_an_answer_took_and_puts_them_back():
+    import torch
+    from torch import save as store
+
+    namespace = {"store": store, "save": torch.save, "other": len}
+    calls = []
+    with grading.patched(torch, "save", lambda *args, **kwargs: calls.append(args[1]), namespace) as real:
+        namespace["store"](1, "a")
+        namespace["save"](1, "b")
+        torch.save(1, "c")
+        torch.serialization.save(1, "d")            # the same function, under its own module
+        assert namespace["other"] is len
+    assert calls == ["a", "b", "c", "d"]
+    assert torch.save is real and torch.serialization.save is real
+    assert namespace == {"store": real, "save": real, "other": len}
 
 
 def test_recorded_time_fn_can_call_instead_of_timing():

@@ -8,7 +8,8 @@ For each machine, as a reader with that GPU would run it:
 - every lesson's panels recorded as ``gpulab bench`` records them, in the kernel that ran the
   lesson: each named panel's GPU path runs and its figure is drawn;
 - every solution graded (full marks) and every exercise notebook graded (zero) by ``gpulab grade``,
-  its kernels on the same simulated machine.
+  its kernels on the same simulated machine; the solutions handed in renamed, as learning-management
+  systems rename files.
 
 Both machines run at once, each a background thread that runs those steps one after another in
 processes of their own. They start as soon as the session's tests are collected, and this module's
@@ -71,6 +72,21 @@ def notebooks(folder: str) -> list:
     return sorted((ROOT / folder).glob("*.ipynb"))
 
 
+# How learning-management systems name what students hand in: Canvas (name, ids, the file's name) and
+# Moodle (a folder per student, the file's name after its own words). The solutions are graded so named.
+LMS_NAMES = {"t4": "doe_jane_{number}_late_{lesson}-1.ipynb",
+             "4xh100": "Jane Doe_{number}_assignsubmission_file_/{lesson} (2).ipynb"}
+
+
+def renamed_solutions(folder: Path, machine: str) -> Path:
+    """The solutions copied into ``folder`` as a learning-management system names them."""
+    for number, solution in enumerate(notebooks("solutions"), start=4821):
+        target = folder / LMS_NAMES[machine].format(number=number, lesson=solution.stem)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(solution, target)
+    return folder
+
+
 _started: dict = {}      # machine → its Run, once started
 _scratch: list = []
 
@@ -89,7 +105,8 @@ class Run:
                       "-p", "no:cacheprovider", "notebooks", "solutions"],
             **{f"grade-{kind}": [sys.executable, "-m", "gpulab", "grade", "--jobs", "1", "--timeout", "120",
                                  "--csv", str(folder / f"{kind}.csv"), *([] if SANDBOXED else ["--no-sandbox"]),
-                                 str(ROOT / kind)] for kind in ("solutions", "exercises")}}
+                                 str(where)] for kind, where in (("solutions", renamed_solutions(folder / "class", machine)),
+                                                                 ("exercises", ROOT / "exercises"))}}
         self.returncodes: dict = {}
         self.process = None
         self.stopped = False
@@ -159,7 +176,9 @@ def test_every_solution_scores_full_marks_and_every_exercise_zero_on_a_simulated
     for kind in ("solutions", "exercises"):
         step = f"grade-{kind}"
         assert run.returncodes.get(step) == 0, f"gpulab grade {kind} on a simulated {machine}:\n{run.log(step)[-4000:]}"
-        reports = {path.stem: json.loads(path.read_text()) for path in (run.folder / kind).glob("*.json")}
+        # The solutions were handed in renamed (LMS_NAMES): each report says which lesson it graded.
+        reports = {report["lesson"] if kind == "solutions" else path.stem: report for path in
+                   (run.folder / kind).glob("*.json") for report in [json.loads(path.read_text())]}
         assert sorted(reports) == [p.stem for p in notebooks(kind)], f"{kind} graded on a simulated {machine}:\n{run.log(step)[-4000:]}"
         for name, report in reports.items():
             if report["total"] != (report["max"] if kind == "solutions" else 0):

@@ -39,7 +39,8 @@ from . import course
 
 __all__ = [
     "CheckResult", "Report", "SubmissionError", "TimedCall", "assign", "grade", "grade_many", "kill_processes_mentioning",
-    "load_submission", "make_exercise", "recorded_time_fn", "solution_path", "solutions_folder", "submissions_in",
+    "lesson_in_name", "load_submission", "make_exercise", "patched", "recorded_time_fn", "solution_path",
+    "solutions_folder", "submissions_in",
 ]
 
 BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -168,6 +169,35 @@ def recorded_time_fn(namespace: dict | None = None, *, run: bool = True):
         finally:
             for name in bound:
                 namespace[name] = real
+
+
+@contextlib.contextmanager
+def patched(owner, name: str, replacement, namespace: dict | None = None):
+    """Replace ``owner.name`` by ``replacement`` inside the block, wherever an answer finds it.
+
+    For a check that watches or fakes what an answer calls. An answer may have taken the name
+    before the check ran — ``from torch import save``, ``from torch import save as store``,
+    ``save = torch.save`` — so besides ``owner``, every loaded module that holds the same object
+    under ``name`` (``torch.serialization.save`` is ``torch.save``) and every name of ``namespace``
+    bound to it are swapped too, and put back after. ``namespace`` is the notebook's (a check passes
+    ``globals()``). Yields the original.
+    """
+    original = getattr(owner, name)
+    owners = [owner] + [module for module in list(sys.modules.values())
+                        if module is not None and module is not owner and getattr(module, name, None) is original]
+    bound = [key for key, value in (namespace or {}).items() if value is original]
+    for holder in owners:
+        setattr(holder, name, replacement)
+    for key in bound:
+        namespace[key] = replacement
+    try:
+        yield original
+    finally:
+        for holder in owners:
+            setattr(holder, name, original)
+        for key in bound:
+            if namespace.get(key) is replacement:
+                namespace[key] = original
 
 
 # ---------------------------------------------------------------- assign
@@ -307,16 +337,27 @@ def solution_path(lesson: str, solutions: Path | str | None = None) -> Path:
 LESSON_NAME = re.compile(r"\d\d_[a-z0-9_]+")
 
 
+def lesson_in_name(name: str, lessons: list[str]) -> str | None:
+    """The lesson a file's name gives, or None: the one lesson whose name it holds, as learning-management
+    systems keep it among their own words ("doe_jane_12345_04_memory.ipynb", "04_memory (2).ipynb"); or else
+    the lesson whose number it starts with ("04.ipynb")."""
+    held = [lesson for lesson in lessons if re.search(rf"(?<![0-9A-Za-z]){re.escape(lesson)}(?![0-9A-Za-z])", name)]
+    if len(held) == 1:
+        return held[0]
+    if held:
+        return None
+    match = re.match(r"(\d\d)(?!\d)", name)
+    numbered = [lesson for lesson in lessons if match and lesson.startswith(match.group(1))]
+    return numbered[0] if len(numbered) == 1 else None
+
+
 def _lesson_of(submission: dict, path: Path, chosen: str | None, folder: Path) -> str:
     """The lesson to grade ``path`` as: ``chosen`` (``--lesson``), its metadata, or its file name — never
     one of them silently over another that disagrees."""
     said = submission.get("metadata", {}).get("gpulab", {}).get("lesson")
     if said is not None and not (isinstance(said, str) and LESSON_NAME.fullmatch(said)):
         raise SubmissionError(f"{path}: its metadata names no lesson one can grade ({str(said)[:40]!r})")
-    match = re.match(r"(\d\d)", path.name)  # a renamed download such as "01_devices (2).ipynb"
-    known = sorted({p.stem for p in folder.glob("*.ipynb")} | set(course.LESSONS))
-    by_name = [stem for stem in known if match and stem.startswith(match.group(1))]
-    named = by_name[0] if len(by_name) == 1 else None
+    named = lesson_in_name(path.name, sorted({p.stem for p in folder.glob("*.ipynb")} | set(course.LESSONS)))
     if chosen is not None:
         if said is not None and said != chosen:
             raise SubmissionError(f"{path}: its metadata says lesson {said}, but --lesson says {chosen}")
