@@ -249,3 +249,12 @@ def test_a_snapshot_is_drawn_as_memory_over_its_events():
     empty = plots.new_figure()
     figures.cuda_snapshot({"device_traces": []}, empty)
     assert "_record_memory_history" in empty._supxlabel.get_text()
+
+
+@pytest.mark.parametrize("device", [1, "cuda:1", torch.device("cuda", 1)])
+def test_a_snapshot_draws_the_gpu_named_however_it_is_named(device):
+    snapshot = {"device_traces": [[{"action": "alloc", "size": MiB}], [{"action": "alloc", "size": 3 * MiB}]]}
+    figure = plots.new_figure()
+    figures.cuda_snapshot(snapshot, figure, device=device)
+    (line,) = [line for line in figure.axes[0].get_lines() if line.get_gid() == "yours|snapshot"]
+    assert list(line.get_ydata()) == [3 * MiB]

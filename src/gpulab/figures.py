@@ -459,11 +459,22 @@ def memory_timeline(result: dict, figure) -> None:
     plots.legend(figure)
 
 
-def cuda_snapshot(snapshot: dict, figure, device: int = 0) -> None:
+def cuda_snapshot(snapshot: dict, figure, device=None) -> None:
     """Memory allocated over time from a CUDA allocator snapshot (``torch.cuda.memory._snapshot()``,
-    taken while ``_record_memory_history`` was on), drawn here rather than uploaded anywhere."""
+    taken while ``_record_memory_history`` was on), drawn here rather than uploaded anywhere.
+
+    ``device``: the GPU whose trace to draw — an index, ``"cuda:1"`` or a ``torch.device``; ``"cuda"``
+    or None means the current one, as ``torch.cuda`` reads it.
+    """
     from matplotlib.ticker import FuncFormatter, MaxNLocator
 
+    if device is None or not isinstance(device, int):
+        import torch
+
+        index = None if device is None else torch.device(device).index
+        if index is None:
+            index = torch.cuda.current_device() if torch.cuda.is_available() else 0
+        device = index
     traces = snapshot.get("device_traces") or []
     events = traces[device] if device < len(traces) else []
     live, sizes, steps = 0, [], []
