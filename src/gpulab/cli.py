@@ -108,6 +108,19 @@ def _grade(args: argparse.Namespace) -> int:
     return 0
 
 
+def _autograder(args: argparse.Namespace) -> int:
+    from . import gradescope, grading
+
+    try:
+        target = gradescope.build(args.lesson, Path(args.gradescope), solutions=args.solutions, timeout=args.timeout,
+                                  hidden_visibility=args.hidden_visibility)
+    except (grading.SubmissionError, ValueError) as exc:
+        print(f"gpulab autograder: {exc}", file=sys.stderr)
+        return 2
+    print(f"{target}: upload it as the autograder of the assignment for {args.lesson} on Gradescope")
+    return 0
+
+
 def _bench(args: argparse.Namespace) -> int:
     import shlex
 
@@ -203,6 +216,22 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--no-sandbox", action="store_true",
                        help="run kernels without a sandbox: only to check your own work where none can be made")
     grade.set_defaults(handler=_grade)
+
+    autograder = commands.add_parser(
+        "autograder", help="build a Gradescope autograder (a zip) for one lesson's exercises",
+        description="Write the zip Gradescope runs for each submission of a lesson's exercise notebook: the "
+                    "lesson's checks (hidden ones included, no solutions), gpulab, setup.sh and run_autograder. "
+                    "Each check becomes a Gradescope test with its points and message.")
+    autograder.add_argument("lesson", help="the lesson, e.g. 04_memory")
+    autograder.add_argument("--gradescope", required=True, metavar="ZIP", help="the zip to write")
+    autograder.add_argument("--solutions", metavar="DIR",
+                            help="the instructor's solution notebooks (default: the checkout's solutions/)")
+    autograder.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
+                            help="time limit for each cell (default: 30)")
+    autograder.add_argument("--hidden-visibility", default="after_published",
+                            choices=["visible", "hidden", "after_due_date", "after_published"],
+                            help="when students see the checks that hold hidden tests (default: after_published)")
+    autograder.set_defaults(handler=_autograder)
     return parser
 
 

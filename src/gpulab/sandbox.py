@@ -428,6 +428,9 @@ class Zygote:
         if self._wait("ready", None, time.monotonic() + start_timeout) is None:
             self.close()
             raise KernelDied("the sandbox did not start")
+        # What bubblewrap made in /tmp before Python started: the folders it mounts Python on where Python
+        # lives under /tmp. They stay when a kernel's files go (removing one would unmount what is on it).
+        self._mounts = {entry.name for entry in self.home.iterdir()}
 
     def _read(self) -> None:
         for line in self.process.stdout:
@@ -498,6 +501,8 @@ class Zygote:
         if not self.sandboxed:
             _kill_marked(str(self.home))
         for entry in self.home.iterdir():
+            if entry.name in self._mounts:
+                continue
             if entry.is_dir() and not entry.is_symlink():
                 shutil.rmtree(entry, ignore_errors=True)
             else:
