@@ -64,7 +64,8 @@ for name in ("torch", "numpy"):
         pass
 open(sys.argv[1], "w").write("\n".join(pins) + "\n")
 PY
-python3 -m pip install --quiet --disable-pip-version-check ${GPULAB_PIP_OPTIONS:-} \
+# (Ubuntu 24.04 marks its Python as managed by apt: this image is the autograder's alone.)
+PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --quiet --disable-pip-version-check ${GPULAB_PIP_OPTIONS:-} \
     --extra-index-url https://download.pytorch.org/whl/cpu \
     --constraint "$constraints" --requirement "$source_dir/requirements.txt"
 python3 -c "import gpulab.grading, ipykernel, jupyter_client, torch; print('gpulab autograder ready: torch', torch.__version__)"
