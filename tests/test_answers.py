@@ -1,8 +1,14 @@
 """Exercises grade answers, not phrasings.
 
+Every exercise's task is held to what it says. Its answer cell's metadata lists the task's
+constraints — each sentence (or clause) of the task that constrains an answer, quoted — and each
+check cell's metadata the constraints it enforces (``"enforces"``). A constraint no check enforces
+fails a test here.
+
 For every lesson, ``tests/answers/answers_NN_name.py`` holds answers the way students write them:
-``RIGHT`` ones must score full marks, and each ``WRONG`` one must lose exactly the checks that
-name its fault, no more and no fewer. They are graded by the real grader (``gpulab.grading``),
+``RIGHT`` ones must score full marks; each ``WRONG`` one names the constraint(s) it breaks and must
+lose exactly the checks that enforce them, no more and no fewer. Every constraint has a wrong answer
+that breaks it alone. They are graded by the real grader (``gpulab.grading``),
 each exercise in its own kernel, several students' answers at a time: submission k holds the
 k-th case of every exercise, and the solution where an exercise has fewer cases.
 
@@ -39,9 +45,52 @@ def cases_of(stem: str):
     for exercise, answers in module.RIGHT.items():
         cases.setdefault(exercise, []).extend(("right", name, source.strip(), set(), False) for name, source in answers)
     for exercise, answers in module.WRONG.items():
-        cases.setdefault(exercise, []).extend(("wrong", name, source.strip(), set(fails), under_load)
-                                              for name, source, fails, under_load in answers)
+        enforcing = enforcers(stem).get(exercise, {})
+        cases.setdefault(exercise, []).extend(
+            ("wrong", name, source.strip(), set().union(*(enforcing.get(c, {f"(no check enforces {c!r})"})
+                                                          for c in broken_constraints(breaks))), under_load)
+            for name, source, breaks, under_load in answers)
     return cases
+
+
+def broken_constraints(breaks) -> tuple[str, ...]:
+    """What a wrong answer breaks: one constraint's id, or a tuple of them."""
+    return (breaks,) if isinstance(breaks, str) else tuple(breaks)
+
+
+def tasks(stem: str) -> dict[str, dict]:
+    """{exercise: {"task": its task's text, "constraints": {id: quoted sentence}, "checks": {check: enforced ids}}}."""
+    notebook = course.read_notebook(ROOT / "solutions" / f"{stem}.ipynb")
+    found: dict[str, dict] = {}
+    text: list[str] = []
+    for cell in notebook["cells"]:
+        role = cell.get("metadata", {}).get("gpulab", {})
+        if cell["cell_type"] == "markdown":
+            text.append(course.cell_source(cell))
+        elif "answer" in role:
+            found[role["answer"]] = {"task": "\n".join(text), "constraints": dict(role.get("constraints", {})),
+                                     "checks": {}}
+            text = []
+        elif "check" in role:
+            found.setdefault(role["exercise"], {"task": "", "constraints": {}, "checks": {}})["checks"][role["check"]] = \
+                set(role.get("enforces", ()))
+            text = []
+    return found
+
+
+def enforcers(stem: str) -> dict[str, dict[str, set]]:
+    """{exercise: {constraint: the checks that enforce it}}."""
+    found: dict[str, dict[str, set]] = {}
+    for exercise, task in tasks(stem).items():
+        for check, enforced in task["checks"].items():
+            for constraint in enforced:
+                found.setdefault(exercise, {}).setdefault(constraint, set()).add(check)
+    return found
+
+
+def _plain(text: str) -> str:
+    """Markdown as read: no emphasis, code ticks or line breaks."""
+    return " ".join(text.replace("**", "").replace("`", "").replace("*", "").split())
 
 
 def solution_answers(stem: str) -> dict[str, str]:
@@ -80,7 +129,43 @@ def test_every_exercise_has_right_and_wrong_answers():
         assert set(cases) == exercises, f"{stem}: answer cases for {sorted(cases)}, exercises {sorted(exercises)}"
         for exercise, answers in cases.items():
             kinds = [kind for kind, *_ in answers]
-            assert kinds.count("right") >= 2 and kinds.count("wrong") >= 1, f"{stem} {exercise}: {kinds}"
+            assert kinds.count("right") >= 3 and kinds.count("wrong") >= 1, f"{stem} {exercise}: {kinds}"
+
+
+@pytest.mark.parametrize("stem", LESSONS)
+def test_every_constraint_of_every_task_is_quoted_and_enforced_by_a_check(stem):
+    problems = []
+    for exercise, task in tasks(stem).items():
+        if not task["constraints"]:
+            problems.append(f"{exercise}: its answer cell lists no constraints")
+        for constraint, quote in task["constraints"].items():
+            if _plain(quote) not in _plain(task["task"]):
+                problems.append(f"{exercise}: constraint {constraint!r} quotes {quote!r}, which its task does not say")
+            if not any(constraint in enforced for enforced in task["checks"].values()):
+                problems.append(f"{exercise}: no check enforces constraint {constraint!r} ({quote!r})")
+        for check, enforced in task["checks"].items():
+            if not enforced:
+                problems.append(f"{exercise}: check {check!r} enforces no constraint")
+            for unknown in sorted(enforced - set(task["constraints"])):
+                problems.append(f"{exercise}: check {check!r} enforces {unknown!r}, not a constraint of the task")
+    assert not problems, f"{stem}:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("stem", LESSONS)
+def test_every_constraint_has_a_wrong_answer_that_breaks_it_alone(stem):
+    spec = importlib.util.spec_from_file_location(f"answers_{stem}", ANSWERS / f"answers_{stem}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    missing = []
+    for exercise, task in tasks(stem).items():
+        alone = {broken_constraints(breaks) for _, _, breaks, _ in module.WRONG.get(exercise, [])}
+        for constraint in task["constraints"]:
+            if (constraint,) not in alone:
+                missing.append(f"{exercise}: no wrong answer breaks {constraint!r} alone")
+        for breaks in alone:
+            for unknown in set(breaks) - set(task["constraints"]):
+                missing.append(f"{exercise}: a wrong answer breaks {unknown!r}, not a constraint of the task")
+    assert not missing, f"{stem}:\n" + "\n".join(missing)
 
 
 ROUNDS = [(stem, k) for stem in LESSONS for k in range(rounds(stem))]
@@ -100,30 +185,35 @@ def round_of(stem: str, number: int) -> tuple[dict[str, str], dict[str, tuple[st
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """Every round of every lesson, graded together as a class's submissions are (a call per lesson and
-    set of exercises), so that the grader keeps its kernels busy. Exercises whose cases are used up are not graded again: the solution's full
-    marks are checked below."""
+    """A lesson's rounds, graded when its first test asks (``-k 04_memory`` grades that lesson alone), together
+    as a class's submissions are (a call per set of exercises), so that the grader keeps its kernels busy.
+    Exercises whose cases are used up are not graded again: the solution's full marks are checked below."""
     folder = tmp_path_factory.mktemp("answers")
-    by_lesson: dict[str, list] = {}
-    for stem, number in ROUNDS:
-        answers, expected = round_of(stem, number)
-        by_lesson.setdefault(stem, []).append((number, submission(stem, answers, folder / f"{stem}-{number}.ipynb"),
-                                               sorted(expected)))
     reports = {}
-    for stem, submissions in by_lesson.items():
+
+    def of(stem: str) -> dict:
+        if stem in reports:
+            return reports[stem]
+        submissions = []
+        for number in range(rounds(stem)):
+            answers, expected = round_of(stem, number)
+            submissions.append((number, submission(stem, answers, folder / f"{stem}-{number}.ipynb"), sorted(expected)))
+        found_for_lesson = reports[stem] = {}
         # grade_many grades one set of exercises: a round's exercises are graded as their own submission
         for only in {tuple(only) for _, _, only in submissions}:
             chosen = [(number, path) for number, path, exercises in submissions if tuple(exercises) == only]
             found = grading.grade_many([path for _, path in chosen], timeout=60, lesson=stem, only=list(only),
                                        sandboxed=SANDBOXED)
-            reports.update({(stem, number): report for (number, _), report in zip(chosen, found)})
-    return reports
+            found_for_lesson.update({number: report for (number, _), report in zip(chosen, found)})
+        return found_for_lesson
+
+    return of
 
 
 @pytest.mark.parametrize("stem, number", ROUNDS)
 def test_answers_score_what_they_deserve(stem, number, graded):
     _, expected = round_of(stem, number)
-    report = graded[(stem, number)]
+    report = graded(stem)[number]
     assert isinstance(report, grading.Report), f"{stem}, submission {number}: {report}"
     failed = failed_checks(report)
     wrong = {exercise: (what, sorted(fails), failed.get(exercise, {}))
@@ -132,26 +222,65 @@ def test_answers_score_what_they_deserve(stem, number, graded):
                                 for exercise, (what, fails, got) in wrong.items())
 
 
-def test_grades_do_not_depend_on_a_quiet_machine(tmp_path):
+@pytest.mark.parametrize("stem", LESSONS)
+def test_grades_do_not_depend_on_a_quiet_machine(stem, tmp_path):
+    # The solution, and the wrong answers marked for it (graded alone: the rest of that submission is the
+    # solution's, graded just before), while another process keeps a core busy.
+    marked = {}
+    for exercise, exercise_cases in cases_of(stem).items():
+        chosen = [case for case in exercise_cases if case[4]]
+        if chosen:
+            _, name, source, fails, _ = chosen[0]
+            marked[exercise] = (source, fails)
+    wrong = submission(stem, dict(solution_answers(stem), **{e: source for e, (source, _) in marked.items()}),
+                       tmp_path / f"{stem}-wrong.ipynb")
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
-        for stem in LESSONS:
-            wrong_answers, expected = dict(solution_answers(stem)), {}
-            for exercise, exercise_cases in cases_of(stem).items():
-                marked = [case for case in exercise_cases if case[4]]
-                if marked:
-                    _, name, source, fails, _ = marked[0]
-                    wrong_answers[exercise], expected[exercise] = source, fails
-            wrong = submission(stem, wrong_answers, tmp_path / f"{stem}-wrong.ipynb")
-            solution, graded_wrong = grading.grade_many([ROOT / "solutions" / f"{stem}.ipynb", wrong], timeout=60,
-                                                        lesson=stem, sandboxed=SANDBOXED)
-            assert solution.total == solution.max_total, f"{stem}, graded under load:\n{solution.table()}"
-            failed = failed_checks(graded_wrong)
-            for exercise in set(failed) - set(expected):
-                assert not failed[exercise], f"{stem} {exercise} holds the solution's answer, graded under load: {failed[exercise]}"
-            for exercise, fails in expected.items():
-                assert set(failed[exercise]) == fails, (
-                    f"{stem} {exercise}, graded under load: should fail {sorted(fails)}, failed {failed[exercise]}")
+        [solution] = grading.grade_many([ROOT / "solutions" / f"{stem}.ipynb"], timeout=60, lesson=stem,
+                                        sandboxed=SANDBOXED)
+        [graded_wrong] = grading.grade_many([wrong], timeout=60, lesson=stem, only=sorted(marked),
+                                            sandboxed=SANDBOXED) if marked else [None]
     finally:
         busy.kill()
         busy.wait()
+    assert solution.total == solution.max_total, f"{stem}, graded under load:\n{solution.table()}"
+    if graded_wrong is not None:
+        failed = failed_checks(graded_wrong)
+        for exercise, (_, fails) in marked.items():
+            assert set(failed[exercise]) == fails, (
+                f"{stem} {exercise}, graded under load: should fail {sorted(fails)}, failed {failed[exercise]}")
+
+
+def solution_namespace(stem: str, exercise: str) -> dict:
+    """What the solution notebook's code defines up to ``exercise``'s answer: its setup cells and that answer."""
+    namespace: dict = {"__name__": f"solution_{stem}"}
+    for cell in course.read_notebook(ROOT / "solutions" / f"{stem}.ipynb")["cells"]:
+        role = cell.get("metadata", {}).get("gpulab", {})
+        if cell["cell_type"] != "code" or "check" in role or "canary" in role:
+            continue
+        if "answer" in role and role["answer"] != exercise:
+            continue
+        source = course.cell_source(cell)
+        if "google.colab" in source:
+            continue                                # the Colab install cell
+        exec(compile(source, f"<{stem} {role.get('answer', 'setup')}>", "exec"), namespace)
+        if role.get("answer") == exercise:
+            return namespace
+    raise KeyError(f"{stem} has no exercise {exercise!r}")
+
+
+@pytest.mark.parametrize("stem", LESSONS)
+def test_reference_solutions_are_right_at_their_edges(stem):
+    # EDGES: {exercise: [(what, code)]}: each code runs after the solution's own answer and asserts.
+    spec = importlib.util.spec_from_file_location(f"answers_{stem}", ANSWERS / f"answers_{stem}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    edges = getattr(module, "EDGES", {})
+    assert edges, f"{stem}: no edge cases for its reference solutions (EDGES in answers_{stem}.py)"
+    for exercise, cases in edges.items():
+        for what, code in cases:
+            namespace = solution_namespace(stem, exercise)
+            try:
+                exec(compile(code.strip(), f"<{stem} {exercise}: {what}>", "exec"), namespace)
+            except AssertionError as failure:
+                raise AssertionError(f"{stem} {exercise}, the reference solution at an edge ({what}): {failure}") from None

@@ -141,8 +141,6 @@ def recorded_time_fn(namespace: dict | None = None, *, run: bool = True):
     ``run=False`` the timed function is called once instead of being timed, and a Timing with
     no real measurement is returned: for checks on a simulated GPU, where nothing can be timed.
     """
-    from unittest import mock
-
     import gpulab
 
     from . import timing
@@ -160,15 +158,8 @@ def recorded_time_fn(namespace: dict | None = None, *, run: bool = True):
                              clock="not timed", flops=kwargs.get("flops"), bytes_moved=kwargs.get("bytes_moved"))
 
     # Only the names bound to time_fn are swapped and put back: the check's other variables stay.
-    bound = [name for name, value in (namespace or {}).items() if value is real]
-    with mock.patch.object(gpulab, "time_fn", spy), mock.patch.object(timing, "time_fn", spy):
-        for name in bound:
-            namespace[name] = spy
-        try:
-            yield calls
-        finally:
-            for name in bound:
-                namespace[name] = real
+    with patched(timing, "time_fn", spy, namespace):
+        yield calls
 
 
 @contextlib.contextmanager
