@@ -364,3 +364,48 @@ def test_stats_agree_with_the_snapshot_under_random_traffic():
                 assert pools["all"]["current"] == pools["small_pool"]["current"] + pools["large_pool"]["current"]
             memory_viz.segsum(snap)
     assert a.stats()["num_ooms"] > 0  # the traffic did reach the device's limit
+
+
+def test_simulated_memory_with_a_cache_tells_allocated_from_reserved():
+    """SimulatedMemory(cache=True) goes through this allocator: torch.cuda.memory_allocated falls when a block is
+    freed, memory_reserved keeps the segment (CCA free_block caches it) until empty_cache releases it."""
+    from gpulab.simulated import SimulatedMemory
+
+    with SimulatedMemory("cuda", total=GiB, cache=True) as memory:
+        weights = memory.allocate(300 * MiB)
+        spike = memory.allocate(200 * MiB)
+        assert (torch.cuda.memory_allocated(), torch.cuda.memory_reserved()) == (500 * MiB, 500 * MiB)
+        del spike
+        assert (torch.cuda.memory_allocated(), torch.cuda.memory_reserved()) == (300 * MiB, 500 * MiB)
+        assert torch.cuda.mem_get_info() == (GiB - 500 * MiB, GiB) and memory.reserved == 500 * MiB
+        torch.cuda.reset_peak_memory_stats()
+        assert (torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()) == (300 * MiB, 500 * MiB)
+        small = memory.allocate(100 * MiB)             # from the cached segment: nothing new reserved
+        assert (torch.cuda.memory_allocated(), torch.cuda.memory_reserved()) == (400 * MiB, 500 * MiB)
+        assert torch.cuda.memory_stats()["allocated_bytes.all.peak"] == 400 * MiB
+        assert torch.accelerator.memory_allocated() == 400 * MiB
+        del small
+        torch.cuda.empty_cache()
+        assert (torch.cuda.memory_allocated(), torch.cuda.memory_reserved()) == (300 * MiB, 300 * MiB)
+        tiny = memory.allocate(1000)
+        assert tiny.nbytes == 1000 and memory.allocated == 300 * MiB + 1024    # rounded to 512 bytes
+        del tiny
+        with pytest.raises(torch.OutOfMemoryError, match="Tried to allocate 1024.00 MiB"):
+            memory.allocate(GiB)
+        assert memory.failures == 1 and memory.allocated == 300 * MiB
+        del weights
+    assert SimulatedMemory("cuda").reserved == 0
+
+
+def test_simulated_memory_answers_names_taken_before_it_started():
+    """A tracker written `from torch.cuda import memory_allocated` reads the simulated counters too."""
+    from torch.cuda import max_memory_allocated, memory_allocated
+
+    from gpulab.simulated import SimulatedMemory
+
+    with SimulatedMemory("cuda", cache=True) as memory:
+        block = memory.allocate(3 * MiB)
+        assert memory_allocated() == max_memory_allocated() == 3 * MiB
+        del block
+        assert memory_allocated() == 0 and torch.cuda.memory_reserved() == 20 * MiB
+    assert torch.cuda.memory_allocated is memory_allocated
