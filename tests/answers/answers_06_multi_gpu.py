@@ -106,6 +106,25 @@ RIGHT = {
         work.wait()
         p.grad = p.grad / dist.get_world_size()
 ''')),
+        ("all_gather every rank's gradients, then their mean", average('''
+    world = dist.get_world_size()
+    for parameter in model.parameters():
+        if parameter.grad is None:
+            continue
+        gathered = [torch.zeros_like(parameter.grad) for _ in range(world)]
+        dist.all_gather(gathered, parameter.grad)
+        parameter.grad = torch.stack(gathered).mean(dim=0)
+''')),
+        ("from torch.distributed import all_reduce; divide first, then sum", '''%%writefile {scripts}/average_gradients.py
+from torch.distributed import all_reduce, get_world_size
+
+
+def average_gradients(model):
+    n = get_world_size()
+    for p in filter(lambda p: p.grad is not None, model.parameters()):
+        p.grad.data.div_(n)
+        all_reduce(p.grad.data)
+'''),
     ],
     "shares": [
         ("sampler told its rank and world size, batch[0].tolist()", shares('''
@@ -130,6 +149,18 @@ RIGHT = {
             yield from (int(i) for i in indices)
 
     return [list(one_epoch(e)) for e in range(epochs)]
+''')),
+        ("a helper of its own, the sampler's epoch passed in, indices via .tolist()", shares('''
+    sampler = DistributedSampler(dataset, shuffle=True, drop_last=False)
+    return [_one_epoch(dataset, sampler, batch_size, epoch) for epoch in range(epochs)]
+
+
+def _one_epoch(dataset, sampler, batch_size, epoch):
+    sampler.set_epoch(epoch)
+    order = []
+    for indices, _features in DataLoader(dataset, batch_size=batch_size, sampler=sampler):
+        order.extend(indices.tolist())
+    return order
 ''')),
     ],
     "busbw": [
@@ -156,6 +187,19 @@ def fit_alpha_beta(sizes, seconds):
     (alpha, beta), *_ = np.linalg.lstsq(A, np.asarray(seconds, dtype=float), rcond=None)
     return alpha, beta
 '''),
+        ("torch.linalg.lstsq in float64, 0-dim tensors back in a list", '''
+import torch as t
+
+def bus_bandwidth(nbytes, seconds, world_size):
+    return t.tensor(nbytes / seconds * 2 * (world_size - 1) / world_size / 1e9)
+
+
+def fit_alpha_beta(sizes, seconds):
+    S = t.tensor(sizes, dtype=t.float64)
+    A = t.stack([t.ones_like(S), S], dim=1)
+    solution = t.linalg.lstsq(A, t.tensor(seconds, dtype=t.float64).unsqueeze(1)).solution.squeeze(1)
+    return [solution[0], solution[1]]
+'''),
     ],
     "checkpoint": [
         ("rank 0 saves, a barrier after it", checkpoint()),
@@ -171,41 +215,95 @@ def fit_alpha_beta(sizes, seconds):
     optimizer.load_state_dict(checkpoint["optimizer"])
     return int(checkpoint["epoch"])
 ''')),
+        ("from torch import save, load; the rank from the environment", '''%%writefile {scripts}/checkpointing.py
+import os
+
+import torch.distributed as dist
+from torch import load, save
+
+
+def save_checkpoint(model, optimizer, epoch, path):
+    if int(os.environ.get("RANK", dist.get_rank())) == 0:
+        save({"epoch": epoch, "model": model.module.state_dict(), "optimizer": optimizer.state_dict()}, path)
+    dist.barrier()
+
+
+def load_checkpoint(model, optimizer, path, device):
+    checkpoint = load(path, map_location=device)
+    model.module.load_state_dict(checkpoint["model"])
+    optimizer.load_state_dict(checkpoint["optimizer"])
+    return checkpoint["epoch"]
+'''),
     ],
 }
 
 WRONG = {
-    # (name, source, the checks it must fail, whether it must also fail on a busy machine)
+    # (name, source, the constraint(s) it breaks, whether it must also fail on a busy machine)
     "average": [
         ("sums without dividing", average('''
     for p in model.parameters():
         if p.grad is not None:
             dist.all_reduce(p.grad)
-'''), {"average-two", "average-three", "average-frozen"}, True),
+'''), "average", True),
         ("divides by 2, whatever the world size", average('''
     for p in model.parameters():
         if p.grad is not None:
             dist.all_reduce(p.grad)
             p.grad /= 2
-'''), {"average-three"}, True),
+'''), "any-world", True),
         ("forgets parameters without a gradient", average('''
     for p in model.parameters():
         dist.all_reduce(p.grad)
         p.grad /= dist.get_world_size()
-'''), {"average-frozen"}, True),
+'''), "frozen", True),
+        ("dist.ReduceOp.AVG: right on NCCL, not on every backend", average('''
+    for p in model.parameters():
+        if p.grad is not None:
+            dist.all_reduce(p.grad, op=dist.ReduceOp.AVG)
+'''), "sum", False),
+        ("skips frozen layers by requires_grad: an unused layer's None .grad is reduced", average('''
+    world = dist.get_world_size()
+    for p in model.parameters():
+        if p.requires_grad:
+            dist.all_reduce(p.grad)
+            p.grad /= world
+'''), "frozen", False),
+        ("rank 0 gets the average; the others keep their own, divided", average('''
+    for p in model.parameters():
+        if p.grad is not None:
+            dist.reduce(p.grad, dst=0)
+            p.grad /= dist.get_world_size()
+'''), "average", False),
     ],
     "shares": [
         ("a shuffling DataLoader, no sampler", shares('''
     loader = DataLoader(dataset, batch_size=batch_size, shuffle=True)
     return [[int(i) for indices, _ in loader for i in indices] for _ in range(epochs)]
-'''), {"shares-cover"}, True),
+'''), "once", True),
         ("never calls set_epoch", shares('''
     sampler = DistributedSampler(dataset)
     loader = DataLoader(dataset, batch_size=batch_size, sampler=sampler)
     return [[int(i) for indices, _ in loader for i in indices] for _ in range(epochs)]
-'''), {"shares-epochs"}, True),
-        ("a sampler that does not shuffle", sampled("shuffle=False"), {"shares-epochs"}, True),
-        ("drop_last: equal shares, but a sample is never seen", sampled("drop_last=True"), {"shares-uneven"}, True),
+'''), "order", True),
+        ("a sampler that does not shuffle", sampled("shuffle=False"), "order", True),
+        ("drop_last: equal shares, but a sample is never seen", sampled("drop_last=True"), "cover", True),
+        ("each rank slices its share by hand: uneven shares", shares('''
+    rank, world = dist.get_rank(), dist.get_world_size()
+    seen = []
+    for epoch in range(epochs):
+        order = torch.randperm(len(dataset), generator=torch.Generator().manual_seed(epoch)).tolist()
+        seen.append(order[rank::world])
+    return seen
+'''), "equal", False),
+        ("one flat list for all epochs", shares('''
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=batch_size, sampler=sampler)
+    seen = []
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)
+        seen.extend(int(i) for indices, _ in loader for i in indices)
+    return seen
+'''), "returns", False),
     ],
     "busbw": [
         ("the algorithm bandwidth, without the 2(n − 1)/n", '''
@@ -218,7 +316,7 @@ def bus_bandwidth(nbytes, seconds, world_size):
 def fit_alpha_beta(sizes, seconds):
     beta, alpha = np.polyfit(sizes, seconds, 1)
     return float(alpha), float(beta)
-''', {"busbw-formula", "busbw-measured"}, True),
+''', "busbw", True),
         ("GiB/s instead of GB/s", '''
 import numpy as np
 
@@ -229,23 +327,37 @@ def bus_bandwidth(nbytes, seconds, world_size):
 def fit_alpha_beta(sizes, seconds):
     beta, alpha = np.polyfit(sizes, seconds, 1)
     return float(alpha), float(beta)
-''', {"busbw-formula", "busbw-measured"}, True),
+''', "busbw", True),
         ("polyfit's coefficients taken in the wrong order", fit('''
     alpha, beta = np.polyfit(sizes, seconds, 1)
     return alpha, beta
-'''), {"busbw-fit"}, True),
+'''), "pair", True),
+        ("a line through the smallest and largest messages", fit('''
+    points = sorted(zip(sizes, seconds))
+    (s0, t0), (s1, t1) = points[0], points[-1]
+    beta = (t1 - t0) / (s1 - s0)
+    return t0 - beta * s0, beta
+'''), "least-squares", False),
+        ("sizes sorted, the times left in their order", fit('''
+    beta, alpha = np.polyfit(sorted(sizes), seconds, 1)
+    return float(alpha), float(beta)
+'''), "any-order", False),
+        ("α in microseconds", fit('''
+    beta, alpha = np.polyfit(sizes, seconds, 1)
+    return float(alpha) * 1e6, float(beta)
+'''), "units", False),
     ],
     "checkpoint": [
         ("every rank saves", checkpoint('''
     torch.save({"epoch": epoch, "model": model.module.state_dict(), "optimizer": optimizer.state_dict()}, path)
     dist.barrier()
-'''), {"checkpoint-rank0"}, True),
+'''), "rank0", True),
         # Without a barrier the other ranks return while rank 0 is still writing: 1.5 s of a slow disk
         # decide it, which a very busy machine could stretch; it is left out of the busy-machine round.
         ("no barrier", checkpoint('''
     if dist.get_rank() == 0:
         torch.save({"epoch": epoch, "model": model.module.state_dict(), "optimizer": optimizer.state_dict()}, path)
-'''), {"checkpoint-barrier"}, False),
+'''), "barrier", False),
         ("saves DDP's own state_dict", checkpoint('''
     if dist.get_rank() == 0:
         torch.save({"epoch": epoch, "model": model.state_dict(), "optimizer": optimizer.state_dict()}, path)
@@ -255,11 +367,59 @@ def fit_alpha_beta(sizes, seconds):
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     return state["epoch"]
-'''), {"checkpoint-plain"}, True),
+'''), "plain", True),
         ("restores the weights but not the optimizer", checkpoint(load='''
     state = torch.load(path, map_location=device)
     model.module.load_state_dict(state["model"])
     return state["epoch"]
-'''), {"checkpoint-resume"}, True),
+'''), "restore", True),
+        ("loads where the tensors were saved from: no map_location", checkpoint(load='''
+    state = torch.load(path)
+    model.module.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    return state["epoch"]
+'''), "device", False),
+        ("returns nothing", checkpoint(load='''
+    state = torch.load(path, map_location=device)
+    model.module.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+'''), "epoch", False),
+        ("its own names for the keys", checkpoint('''
+    if dist.get_rank() == 0:
+        torch.save({"step": epoch, "weights": model.module.state_dict(), "optim": optimizer.state_dict()}, path)
+    dist.barrier()
+''', '''
+    state = torch.load(path, map_location=device)
+    model.module.load_state_dict(state["weights"])
+    optimizer.load_state_dict(state["optim"])
+    return state["step"]
+'''), "dict", False),
+    ],
+}
+
+EDGES = {
+    "busbw": [
+        ("one rank moves nothing over the bus", '''
+gpulab.distributed.remove_scratch_folder()      # made by the setup cell; these edges need no script
+assert bus_bandwidth(10**9, 0.5, 1) == 0.0
+assert math.isclose(bus_bandwidth(10**9, 0.5, 2), 2.0) and math.isclose(bus_bandwidth(10**9, 0.5, 4), 3.0)
+'''),
+        ("noisy times: the least-squares line, whatever the order of the sizes", '''
+gpulab.distributed.remove_scratch_folder()      # made by the setup cell; these edges need no script
+sizes = [4096 * 4**k for k in range(9)]
+times = [(50e-6 + s / 20e9) * f for s, f in zip(sizes, [1.04, 0.97, 1.02, 0.95, 1.06, 0.99, 0.93, 1.05, 1.01])]
+n = len(sizes)
+mean_s, mean_t = sum(sizes) / n, sum(times) / n
+beta = sum((s - mean_s) * (t - mean_t) for s, t in zip(sizes, times)) / sum((s - mean_s) ** 2 for s in sizes)
+alpha = mean_t - beta * mean_s
+for order in (list(range(n)), list(reversed(range(n))), [3, 7, 0, 5, 1, 8, 2, 6, 4]):
+    got_alpha, got_beta = fit_alpha_beta([sizes[i] for i in order], [times[i] for i in order])
+    assert math.isclose(got_beta, beta, rel_tol=1e-9) and abs(got_alpha - alpha) < 1e-12, (got_alpha, got_beta, alpha, beta)
+'''),
+        ("two messages: the line through them; a message of zero bytes gives α", '''
+gpulab.distributed.remove_scratch_folder()      # made by the setup cell; these edges need no script
+alpha, beta = fit_alpha_beta([0, 1000], [1e-5, 2e-5])
+assert abs(alpha - 1e-5) < 1e-15 and math.isclose(beta, 1e-8, rel_tol=1e-9), (alpha, beta)
+'''),
     ],
 }
