@@ -186,8 +186,8 @@ def round_of(stem: str, number: int) -> tuple[dict[str, str], dict[str, tuple[st
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     """A lesson's rounds, graded when its first test asks (``-k 04_memory`` grades that lesson alone), together
-    as a class's submissions are (a call per set of exercises), so that the grader keeps its kernels busy.
-    Exercises whose cases are used up are not graded again: the solution's full marks are checked below."""
+    as a class's submissions are (one call), so that the grader keeps its kernels busy. Exercises whose cases are
+    used up are not graded again (``only``): the solution's full marks are checked below."""
     folder = tmp_path_factory.mktemp("answers")
     reports = {}
 
@@ -198,14 +198,10 @@ def graded(tmp_path_factory):
         for number in range(rounds(stem)):
             answers, expected = round_of(stem, number)
             submissions.append((number, submission(stem, answers, folder / f"{stem}-{number}.ipynb"), sorted(expected)))
-        found_for_lesson = reports[stem] = {}
-        # grade_many grades one set of exercises: a round's exercises are graded as their own submission
-        for only in {tuple(only) for _, _, only in submissions}:
-            chosen = [(number, path) for number, path, exercises in submissions if tuple(exercises) == only]
-            found = grading.grade_many([path for _, path in chosen], timeout=60, lesson=stem, only=list(only),
-                                       sandboxed=SANDBOXED)
-            found_for_lesson.update({number: report for (number, _), report in zip(chosen, found)})
-        return found_for_lesson
+        found = grading.grade_many([path for _, path, _ in submissions], timeout=60, lesson=stem,
+                                   only={path: exercises for _, path, exercises in submissions}, sandboxed=SANDBOXED)
+        reports[stem] = {number: report for (number, _, _), report in zip(submissions, found)}
+        return reports[stem]
 
     return of
 
@@ -234,18 +230,18 @@ def test_grades_do_not_depend_on_a_quiet_machine(stem, tmp_path):
             marked[exercise] = (source, fails)
     wrong = submission(stem, dict(solution_answers(stem), **{e: source for e, (source, _) in marked.items()}),
                        tmp_path / f"{stem}-wrong.ipynb")
+    solution_file = ROOT / "solutions" / f"{stem}.ipynb"
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
-        [solution] = grading.grade_many([ROOT / "solutions" / f"{stem}.ipynb"], timeout=60, lesson=stem,
-                                        sandboxed=SANDBOXED)
-        [graded_wrong] = grading.grade_many([wrong], timeout=60, lesson=stem, only=sorted(marked),
-                                            sandboxed=SANDBOXED) if marked else [None]
+        solution, *graded_wrong = grading.grade_many([solution_file] + ([wrong] if marked else []), timeout=60,
+                                                     lesson=stem, only={solution_file: None, wrong: sorted(marked)},
+                                                     sandboxed=SANDBOXED)
     finally:
         busy.kill()
         busy.wait()
     assert solution.total == solution.max_total, f"{stem}, graded under load:\n{solution.table()}"
-    if graded_wrong is not None:
-        failed = failed_checks(graded_wrong)
+    if marked:
+        failed = failed_checks(graded_wrong[0])
         for exercise, (_, fails) in marked.items():
             assert set(failed[exercise]) == fails, (
                 f"{stem} {exercise}, graded under load: should fail {sorted(fails)}, failed {failed[exercise]}")

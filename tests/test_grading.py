@@ -531,6 +531,10 @@ def test_a_zygotes_kernels_start_alone_whatever_the_one_before_left(tmp_path, sa
             assert not kernel.alive
         with zygote.kernel() as kernel:                  # a kernel that died leaves the zygote working
             assert kernel.execute("x = 1", 30).status == "ok"
+        if not sandboxed:                                # one that removed its folder ends the zygote, and says so
+            with zygote.kernel() as kernel:
+                assert kernel.execute("import os, shutil\nshutil.rmtree(os.getcwd())", 30).status == "ok"
+            assert not zygote.alive
     if not sandboxed:
         Path("/dev/shm/left").unlink(missing_ok=True)
     assert not (tmp_path / "zygote").exists()
@@ -722,3 +726,22 @@ def test_the_graders_kernels_see_a_simulated_machine_and_checks_run_on_a_simulat
                             for c in e["checks"]}
     assert results["2xt4"] == {"count-0": 1, "count-1": 1}
     assert results[None] == {"count-0": 0, "count-1": 1}      # no machine outside; the check's own inside
+
+
+def test_a_simulated_gpu_counts_synchronize_however_it_was_imported():
+    import __main__
+
+    import torch
+    from torch.cuda import synchronize as wait
+
+    from gpulab.simulated import SimulatedGPU
+
+    __main__.gpulab_test_wait = wait                     # as a notebook's globals would hold it
+    try:
+        with SimulatedGPU() as gpu:
+            __main__.gpulab_test_wait()
+            torch.cuda.synchronize()
+        assert gpu.syncs == 2
+        assert __main__.gpulab_test_wait is wait
+    finally:
+        del __main__.gpulab_test_wait

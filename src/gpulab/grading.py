@@ -162,33 +162,19 @@ def recorded_time_fn(namespace: dict | None = None, *, run: bool = True):
         yield calls
 
 
-@contextlib.contextmanager
 def patched(owner, name: str, replacement, namespace: dict | None = None):
     """Replace ``owner.name`` by ``replacement`` inside the block, wherever an answer finds it.
 
     For a check that watches or fakes what an answer calls. An answer may have taken the name
     before the check ran — ``from torch import save``, ``from torch import save as store``,
     ``save = torch.save`` — so besides ``owner``, every loaded module that holds the same object
-    under ``name`` (``torch.serialization.save`` is ``torch.save``) and every name of ``namespace``
-    bound to it are swapped too, and put back after. ``namespace`` is the notebook's (a check passes
-    ``globals()``). Yields the original.
+    under ``name`` (``torch.serialization.save`` is ``torch.save``) and every name bound to it in
+    ``namespace`` (a check passes ``globals()``) and in ``__main__`` are swapped too, and put back
+    after. Yields the original.
     """
-    original = getattr(owner, name)
-    owners = [owner] + [module for module in list(sys.modules.values())
-                        if module is not None and module is not owner and getattr(module, name, None) is original]
-    bound = [key for key, value in (namespace or {}).items() if value is original]
-    for holder in owners:
-        setattr(holder, name, replacement)
-    for key in bound:
-        namespace[key] = replacement
-    try:
-        yield original
-    finally:
-        for holder in owners:
-            setattr(holder, name, original)
-        for key in bound:
-            if namespace.get(key) is replacement:
-                namespace[key] = original
+    from . import _swap
+
+    return _swap.everywhere(owner, name, replacement, namespace)
 
 
 # ---------------------------------------------------------------- assign
@@ -632,9 +618,12 @@ def _prepare(path: Path, lesson: str | None, only: list[str] | None, folder: Pat
 
 
 def grade_many(paths: list[Path], *, timeout: float = 30.0, lesson: str | None = None, jobs: int | None = None,
-               only: list[str] | None = None, solutions: Path | str | None = None, sandboxed: bool = True,
+               only: list[str] | dict | None = None, solutions: Path | str | None = None, sandboxed: bool = True,
                limits=None, progress: bool = False, fork: bool | None = None) -> list[Report | SubmissionError]:
     """Grade submissions, each exercise in a kernel of its own, ``jobs`` kernels at a time.
+
+    ``only`` names the exercises to grade (default: all): a list for every submission, or a dict
+    from a submission's path to its own list.
 
     With ``fork`` (the default where :func:`sandbox.can_fork`) each of the ``jobs`` sandboxes is a
     :class:`sandbox.Zygote` that imports torch once and forks a fresh kernel for each exercise;
@@ -652,7 +641,8 @@ def grade_many(paths: list[Path], *, timeout: float = 30.0, lesson: str | None =
                               "(only to check your own work: nothing then stops a submission reaching the grader)")
     limits = limits or sandbox.Limits(cpu_s=int(max(60, timeout * 20)))
     cache: dict = {}
-    items = [_prepare(path, lesson, only, folder, cache) for path in paths]
+    items = [_prepare(path, lesson, only.get(path) if isinstance(only, dict) else only, folder, cache)
+             for path in paths]
     tasks = [(item, exercise) for item in items if not item.error for exercise in item.parts]
     cores = os.cpu_count() or 1
     jobs = max(1, min(jobs or cores, len(tasks) or 1))

@@ -500,7 +500,13 @@ class Zygote:
             self._stop()                            # it did not answer: the sandbox goes, and its kernels
         if not self.sandboxed:
             _kill_marked(str(self.home))
-        for entry in self.home.iterdir():
+        if not self.home.is_dir():
+            # Gone (without a sandbox an answer can remove its own folder): this zygote's kernels would have
+            # nowhere to start, so it ends, and the grader makes another.
+            self._stop()
+            self.current = None
+            return
+        for entry in list(self.home.iterdir()):
             if entry.name in self._mounts:
                 continue
             if entry.is_dir() and not entry.is_symlink():

@@ -30,11 +30,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from typing import Any, Callable
-from unittest import mock
 
 import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
+
+from .. import _swap
 
 __all__ = ["Copy", "FACTORY_OPS", "Read", "SimulatedGPU", "aten_ops"]
 
@@ -184,11 +185,11 @@ class SimulatedGPU:
         if not torch.cuda.is_available():
             install.start(self.machine)
             stack.callback(install.stop)
-        stack.enter_context(mock.patch.object(torch.cuda, "synchronize", self._counting(torch.cuda.synchronize)))
+        # Counted wherever code finds them: `from torch.cuda import synchronize` taken before counts too.
+        stack.enter_context(_swap.everywhere(torch.cuda, "synchronize", self._counting(torch.cuda.synchronize)))
         accelerator = getattr(torch, "accelerator", None)
         if accelerator is not None and hasattr(accelerator, "synchronize"):
-            stack.enter_context(mock.patch.object(accelerator, "synchronize",
-                                                  self._counting(accelerator.synchronize)))
+            stack.enter_context(_swap.everywhere(accelerator, "synchronize", self._counting(accelerator.synchronize)))
         stack.enter_context(_Operations(self))
         stack.enter_context(_Formatting(self))
         self._stack = stack

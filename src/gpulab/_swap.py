@@ -1,0 +1,45 @@
+"""Swapping a function for a while wherever code will find it (checks, and the simulated GPUs' counters)."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import types
+
+
+@contextlib.contextmanager
+def everywhere(owner, name: str, replacement, namespace: dict | None = None):
+    """``owner.name`` is ``replacement`` inside the block, and so is every other place code takes it from:
+    each loaded module that holds the same object under ``name`` (``torch.serialization.save`` is
+    ``torch.save``), and every name bound to it in ``namespace`` and in ``__main__`` (a notebook's
+    globals: ``from torch import save as store``). Only the modules' own dicts are read, so no lazy
+    attribute runs. Everything is put back after. Yields the original.
+    """
+    original = getattr(owner, name)
+    owned = name in vars(owner)
+    own_dict = vars(owner)
+    holders = [vars(module) for module in list(sys.modules.values())
+               if isinstance(module, types.ModuleType) and vars(module) is not own_dict]
+    same_name = [holder for holder in holders if holder.get(name) is original]
+    spaces = {id(space): space for space in (namespace, vars(sys.modules["__main__"]) if "__main__" in sys.modules
+                                             else None) if space is not None}
+    aliases = [(space, key) for space in spaces.values() for key, value in list(space.items())
+               if value is original and not (space is own_dict and key == name)]
+    setattr(owner, name, replacement)
+    for holder in same_name:
+        holder[name] = replacement
+    for space, key in aliases:
+        space[key] = replacement
+    try:
+        yield original
+    finally:
+        if owned:
+            setattr(owner, name, original)
+        else:
+            delattr(owner, name)                 # it was inherited: the class's base has it again
+        for holder in same_name:
+            if holder.get(name) is replacement:
+                holder[name] = original
+        for space, key in aliases:
+            if space.get(key) is replacement:
+                space[key] = original
