@@ -683,6 +683,19 @@ def test_patched_reaches_every_name_an_answer_took_and_puts_them_back():
     assert namespace == {"store": real, "save": real, "other": len}
 
 
+def test_patched_leaves_the_name_its_replacement_calls_the_original_by():
+    import io
+
+    import torch
+
+    # A check script's own `real_save = torch.save`, called by its replacement: swapping it would recurse for ever.
+    script = {"torch": torch, "written": []}
+    exec("real_save = torch.save\ndef watched(obj, f):\n    written.append(f)\n    return real_save(obj, f)", script)
+    with grading.patched(torch, "save", script["watched"], script):
+        torch.save(1, io.BytesIO())
+    assert len(script["written"]) == 1 and script["real_save"] is torch.save
+
+
 def test_recorded_time_fn_can_call_instead_of_timing():
     ran = []
     with grading.recorded_time_fn(run=False) as calls:

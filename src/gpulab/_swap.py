@@ -7,13 +7,25 @@ import sys
 import types
 
 
+def _global_names(function) -> set[str]:
+    """The global names ``function`` (and the functions defined in it) look up."""
+    names, codes = set(), [getattr(function, "__code__", None)]
+    while codes:
+        code = codes.pop()
+        if code is not None:
+            names.update(code.co_names)
+            codes.extend(const for const in code.co_consts if isinstance(const, types.CodeType))
+    return names
+
+
 @contextlib.contextmanager
-def everywhere(owner, name: str, replacement, namespace: dict | None = None):
+def everywhere(owner, name: str, replacement, namespace: dict | None = None, *, main: bool = False):
     """``owner.name`` is ``replacement`` inside the block, and so is every other place code takes it from:
     each loaded module that holds the same object under ``name`` (``torch.serialization.save`` is
-    ``torch.save``), and every name bound to it in ``namespace`` and in ``__main__`` (a notebook's
-    globals: ``from torch import save as store``). Only the modules' own dicts are read, so no lazy
-    attribute runs. Everything is put back after. Yields the original.
+    ``torch.save``), and every name bound to it in ``namespace`` — and, with ``main``, in ``__main__``
+    (a notebook's globals: ``from torch import save as store``). A name the replacement itself looks
+    up keeps the original (``real_save = torch.save`` called by the replacement). Only the modules' own
+    dicts are read, so no lazy attribute runs. Everything is put back after. Yields the original.
     """
     original = getattr(owner, name)
     owned = name in vars(owner)
@@ -21,10 +33,11 @@ def everywhere(owner, name: str, replacement, namespace: dict | None = None):
     holders = [vars(module) for module in list(sys.modules.values())
                if isinstance(module, types.ModuleType) and vars(module) is not own_dict]
     same_name = [holder for holder in holders if holder.get(name) is original]
-    spaces = {id(space): space for space in (namespace, vars(sys.modules["__main__"]) if "__main__" in sys.modules
-                                             else None) if space is not None}
+    candidates = [namespace, vars(sys.modules["__main__"]) if main and "__main__" in sys.modules else None]
+    spaces = {id(space): space for space in candidates if space is not None}
+    used = _global_names(replacement)
     aliases = [(space, key) for space in spaces.values() for key, value in list(space.items())
-               if value is original and not (space is own_dict and key == name)]
+               if value is original and key not in used and not (space is own_dict and key == name)]
     setattr(owner, name, replacement)
     for holder in same_name:
         holder[name] = replacement

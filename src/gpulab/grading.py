@@ -169,8 +169,8 @@ def patched(owner, name: str, replacement, namespace: dict | None = None):
     before the check ran — ``from torch import save``, ``from torch import save as store``,
     ``save = torch.save`` — so besides ``owner``, every loaded module that holds the same object
     under ``name`` (``torch.serialization.save`` is ``torch.save``) and every name bound to it in
-    ``namespace`` (a check passes ``globals()``) and in ``__main__`` are swapped too, and put back
-    after. Yields the original.
+    ``namespace`` (a check passes ``globals()``) are swapped too, and put back after — except the names
+    the replacement itself calls the original by. Yields the original.
     """
     from . import _swap
 

@@ -186,10 +186,12 @@ class SimulatedGPU:
             install.start(self.machine)
             stack.callback(install.stop)
         # Counted wherever code finds them: `from torch.cuda import synchronize` taken before counts too.
-        stack.enter_context(_swap.everywhere(torch.cuda, "synchronize", self._counting(torch.cuda.synchronize)))
+        stack.enter_context(_swap.everywhere(torch.cuda, "synchronize", self._counting(torch.cuda.synchronize),
+                                             main=True))
         accelerator = getattr(torch, "accelerator", None)
         if accelerator is not None and hasattr(accelerator, "synchronize"):
-            stack.enter_context(_swap.everywhere(accelerator, "synchronize", self._counting(accelerator.synchronize)))
+            stack.enter_context(_swap.everywhere(accelerator, "synchronize", self._counting(accelerator.synchronize),
+                                                 main=True))
         stack.enter_context(_Operations(self))
         stack.enter_context(_Formatting(self))
         self._stack = stack
