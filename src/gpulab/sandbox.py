@@ -581,7 +581,9 @@ class Kernel:
         socket_name = f"kernel-{uuid.uuid4().hex[:8]}"
         (self.scratch / f"{socket_name}.json").write_text(json.dumps(dict(info, ip=f"{inside}/{socket_name}")))
         connection = f"{inside}/{socket_name}.json"
-        self.context = zmq.Context()
+        # jupyter_client 7 (Colab's) wants a zmq.asyncio.Context, 8 a plain one: ask the client which.
+        context_class = BlockingKernelClient.class_traits()["context"].klass
+        self.context = context_class() if isinstance(context_class, type) else zmq.Context()
         try:
             if zygote is not None:
                 self.process = zygote._spawn(connection)
