@@ -327,6 +327,10 @@ def _clean_env(threads: int = 1, home: str = INSIDE) -> dict[str, str]:
     for name in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "TZ", "GPULAB_SIMULATE"):
         if name in os.environ:
             env[name] = os.environ[name]
+    if home != INSIDE:
+        # Without a sandbox, the kernel's temporary files go in its own folder, removed with it: a killed
+        # kernel cleans up nothing (lesson 06's scripts folder, say), and /tmp is the machine's.
+        env["TMPDIR"] = home
     cache = _simulation_cache()
     if cache is not None:
         env["GPULAB_SIMULATION_CACHE"] = str(cache)
