@@ -1,3 +1,4 @@
+import importlib
 import os
 import pathlib
 import sys
@@ -12,10 +13,18 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU; this machine has none")
 
 # Where a machine must run everything, a skip for want of it is a failure: the GPU runner sets
-# GPULAB_REQUIRE_CUDA=1 (make test-gpu), CI sets GPULAB_REQUIRE_BROWSER=1 and
-# GPULAB_REQUIRE_SANDBOX=1 (.ci/run).
+# GPULAB_REQUIRE_CUDA=1 (make test-gpu), CI sets GPULAB_REQUIRE_BROWSER=1, GPULAB_REQUIRE_SANDBOX=1
+# and GPULAB_REQUIRE_COLAB=1 (.ci/run).
 REQUIRED = {"GPULAB_REQUIRE_CUDA": "needs a CUDA GPU", "GPULAB_REQUIRE_BROWSER": "needs Chromium",
-            "GPULAB_REQUIRE_SANDBOX": "no sandbox"}
+            "GPULAB_REQUIRE_SANDBOX": "no sandbox", "GPULAB_REQUIRE_COLAB": "needs Colab's stack"}
+
+# Colab's stack (constraints-colab.txt on Python 3.13), which make test installs where a Python 3.13 is.
+COLAB_VENV = ROOT / ".venv-colab"
+COLAB_PYTHON = COLAB_VENV / "bin" / "python"
+
+
+def colab_installed() -> bool:
+    return (COLAB_VENV / ".installed").exists() and COLAB_PYTHON.exists()
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -64,7 +73,7 @@ def _left_behind() -> list[str]:
 
 
 def _course_test(item) -> bool:
-    return item.nodeid.startswith("tests/test_simulated_course.py::test_every")
+    return item.nodeid.startswith(("tests/test_simulated_course.py::test_every", "tests/test_colab.py::test_on_colabs_stack"))
 
 
 def pytest_collection_modifyitems(session, config, items):
@@ -75,14 +84,17 @@ def pytest_collection_modifyitems(session, config, items):
 
 def pytest_collection_finish(session):
     # ...and the runs start now.
-    if not session.config.option.collectonly and any(_course_test(item) for item in session.items):
-        import test_simulated_course
-        test_simulated_course.start_runs()
+    if session.config.option.collectonly:
+        return
+    for module in ("test_simulated_course", "test_colab"):
+        if any(_course_test(item) and item.nodeid.startswith(f"tests/{module}.py") for item in session.items):
+            importlib.import_module(module).start_runs()
 
 
 def pytest_sessionfinish(session, exitstatus):
-    if "test_simulated_course" in sys.modules:
-        sys.modules["test_simulated_course"].stop_runs()
+    for module in ("test_simulated_course", "test_colab"):
+        if module in sys.modules:
+            sys.modules[module].stop_runs()
     deadline = time.monotonic() + CLEANUP_GRACE_S
     while (left := _left_behind()) and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -11,7 +11,8 @@ For each machine, as a reader with that GPU would run it:
   its kernels on the same simulated machine; the solutions handed in renamed, as learning-management
   systems rename files.
 
-Both machines run at once, each a background thread that runs those steps one after another in
+The T4 is Colab's GPU: its share runs on Colab's stack, in .venv-colab (tests/test_colab.py), where make
+test has installed it; the four H100s' in this Python. Both machines run at once, each a background thread that runs those steps one after another in
 processes of their own. They start as soon as the session's tests are collected, and this module's
 tests run last (tests/conftest.py), so the course runs beside the rest of the suite.
 """
@@ -22,17 +23,16 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
-import threading
 from pathlib import Path
 
 import pytest
 
 from gpulab import figures, sandbox
 
-from conftest import ROOT
+from background import Run
+from conftest import COLAB_PYTHON, ROOT, colab_installed
 from nbval_outputs import contradictions, text_of
 
 MACHINES = ("t4", "4xh100")
@@ -91,50 +91,25 @@ _started: dict = {}      # machine → its Run, once started
 _scratch: list = []
 
 
-class Run:
+def course_run(machine: str, folder: Path) -> Run:
     """One machine's share of the course, in the background: nbval on every lesson and solution, then
-    ``gpulab grade`` (the instructors' command) on the solutions and on the exercise notebooks."""
-
-    def __init__(self, machine: str, folder: Path):
-        self.machine, self.folder = machine, folder
-        self.env = {**os.environ, "GPULAB_SIMULATE": machine, "GPULAB_NBVAL_OUTPUTS": str(folder / "outputs"),
-                    "GPULAB_NBVAL_BENCH": str(folder / "bench"), "GPULAB_PANEL_LIMIT_S": str(PANEL_LIMIT_S),
-                    "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")]))}
-        self.steps = {
-            "nbval": [sys.executable, "-m", "pytest", "-p", "nbval_outputs", "-q", "--no-header", "--durations=15",
-                      "-p", "no:cacheprovider", "notebooks", "solutions"],
-            **{f"grade-{kind}": [sys.executable, "-m", "gpulab", "grade", "--jobs", "1", "--timeout", "120",
-                                 "--csv", str(folder / f"{kind}.csv"), *([] if SANDBOXED else ["--no-sandbox"]),
-                                 str(where)] for kind, where in (("solutions", renamed_solutions(folder / "class", machine)),
-                                                                 ("exercises", ROOT / "exercises"))}}
-        self.returncodes: dict = {}
-        self.process = None
-        self.stopped = False
-        self.thread = threading.Thread(target=self._run, name=f"simulated-{machine}", daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        # One step at a time: each machine keeps one kernel busy, and the rest of the suite the other core.
-        for step, command in self.steps.items():
-            with (self.folder / f"{step}.log").open("w") as out:
-                if self.stopped:
-                    return
-                self.process = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT)
-                self.returncodes[step] = self.process.wait()
-
-    def log(self, step: str) -> str:
-        path = self.folder / f"{step}.log"
-        return path.read_text() if path.exists() else "(not started)"
-
-    def wait(self, timeout: float) -> None:
-        self.thread.join(timeout)
-
-    def stop(self) -> None:
-        self.stopped = True
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-        self.thread.join(10)
+    ``gpulab grade`` (the instructors' command) on the solutions and on the exercise notebooks. The T4 is
+    Colab's GPU: its share runs on Colab's stack (.venv-colab) where that is installed."""
+    python = str(COLAB_PYTHON) if machine == "t4" and colab_installed() else sys.executable
+    env = {**os.environ, "GPULAB_SIMULATE": machine, "GPULAB_NBVAL_OUTPUTS": str(folder / "outputs"),
+           "GPULAB_NBVAL_BENCH": str(folder / "bench"), "GPULAB_PANEL_LIMIT_S": str(PANEL_LIMIT_S),
+           "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")]))}
+    steps = {
+        "nbval": [python, "-m", "pytest", "-p", "nbval_outputs", "-q", "--no-header", "--durations=15",
+                  "-p", "no:cacheprovider", "notebooks", "solutions"],
+        **{f"grade-{kind}": [python, "-m", "gpulab", "grade", "--jobs", "1", "--timeout", "120",
+                             "--csv", str(folder / f"{kind}.csv"), *([] if SANDBOXED else ["--no-sandbox"]),
+                             str(where)] for kind, where in (("solutions", renamed_solutions(folder / "class", machine)),
+                                                             ("exercises", ROOT / "exercises"))}}
+    run = Run(f"simulated-{machine}", folder, steps, env)
+    run.python = python
+    return run
 
 
 def start_runs() -> None:
@@ -146,7 +121,7 @@ def start_runs() -> None:
     _scratch.append(root)
     for machine in MACHINES:
         (root / machine).mkdir()
-        _started[machine] = Run(machine, root / machine)
+        _started[machine] = course_run(machine, root / machine)
 
 
 def stop_runs() -> None:

@@ -1,0 +1,49 @@
+"""Runs that go on beside the rest of the suite: commands run one after another in a background thread.
+
+tests/test_simulated_course.py (the course on simulated machines) and tests/test_colab.py (the course on
+Colab's stack) start theirs as soon as the session's tests are collected (tests/conftest.py), and their
+tests, which read what the runs left, come last.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from pathlib import Path
+
+from conftest import ROOT
+
+
+class Run:
+    """``steps`` ({name: command}) run one at a time in ``folder``'s run, each logging to ``folder/<name>.log``."""
+
+    def __init__(self, name: str, folder: Path, steps: dict, env: dict):
+        self.name, self.folder, self.steps, self.env = name, folder, steps, env
+        self.returncodes: dict = {}
+        self.process = None
+        self.stopped = False
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        # One step at a time: each run keeps one process busy, and the rest of the suite the other core.
+        for step, command in self.steps.items():
+            with (self.folder / f"{step}.log").open("w") as out:
+                if self.stopped:
+                    return
+                self.process = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT)
+                self.returncodes[step] = self.process.wait()
+
+    def log(self, step: str) -> str:
+        path = self.folder / f"{step}.log"
+        return path.read_text() if path.exists() else "(not started)"
+
+    def wait(self, timeout: float) -> None:
+        self.thread.join(timeout)
+
+    def stop(self) -> None:
+        self.stopped = True
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self.thread.join(10)
