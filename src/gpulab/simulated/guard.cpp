@@ -10,6 +10,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/csrc/api/include/torch/version.h>
 #include <torch/csrc/distributed/c10d/reducer_timer.hpp>
 
 #include <atomic>
@@ -34,9 +35,15 @@ struct SimulatedCudaGuard final : public c10::impl::DeviceGuardImplInterface {
     // the same message as gpulab.simulated.runtime.cuda_error (cudaErrorInvalidDevice is 101). Only past
     // kEngineDevices: the autograd engine sets each of its device threads' device (see deviceCount), and
     // the Python side checks the ordinals a program asks for against the machine's real count.
+    // Before torch 2.8 the same failure is a c10::Error (RuntimeError), as there was no AcceleratorError.
     if (d.index() >= kEngineDevices) {
+#if TORCH_VERSION_MAJOR > 2 || TORCH_VERSION_MINOR >= 8
       throw c10::AcceleratorError(
           {__func__, __FILE__, static_cast<uint32_t>(__LINE__)}, 101,
+#else
+      throw c10::Error(
+          {__func__, __FILE__, static_cast<uint32_t>(__LINE__)},
+#endif
           "CUDA error: invalid device ordinal\nGPU device may be out of range, do you have enough GPUs?\n"
           "For more detailed error information, run with CUDA_LOG_FILE=stderr\n"
           "Device-side assertion tracking was not enabled by user.");
@@ -46,9 +53,10 @@ struct SimulatedCudaGuard final : public c10::impl::DeviceGuardImplInterface {
   void uncheckedSetDevice(c10::Device d) const noexcept override {
     if (d.index() >= 0) current_index = d.index();
   }
-  c10::Stream getStream(c10::Device d) const override { return c10::Stream(c10::Stream::DEFAULT, d); }
+  // getStream and exchangeStream are noexcept: torch 2.6 declares them so (a stricter override is allowed).
+  c10::Stream getStream(c10::Device d) const noexcept override { return c10::Stream(c10::Stream::DEFAULT, d); }
   c10::Stream getDefaultStream(c10::Device d) const override { return c10::Stream(c10::Stream::DEFAULT, d); }
-  c10::Stream exchangeStream(c10::Stream s) const override { return c10::Stream(c10::Stream::DEFAULT, s.device()); }
+  c10::Stream exchangeStream(c10::Stream s) const noexcept override { return c10::Stream(c10::Stream::DEFAULT, s.device()); }
   // The autograd engine sizes its per-device queues once per process, from this count, at its first
   // backward (torch/csrc/autograd/engine.cpp, start_device_threads); a machine switched on later, by a
   // check's SimulatedGPU after a CPU backward, must still find a queue for each of its GPUs.
@@ -101,8 +109,9 @@ struct SimulatedCudaHooks final : public at::CUDAHooksInterface {
   void init() const override {}
   bool hasCUDA() const override { return device_count.load() > 0; }
   bool hasCUDART() const override { return device_count.load() > 0; }
-  bool isBuilt() const override { return true; }
-  bool isAvailable() const override { return device_count.load() > 0; }
+  // Virtual in the interface from torch 2.7 on (and overridden there); plain members before.
+  bool isBuilt() const { return true; }
+  bool isAvailable() const { return device_count.load() > 0; }
   bool hasPrimaryContext(c10::DeviceIndex index) const override { return index >= 0 && index < device_count.load(); }
   c10::DeviceIndex deviceCount() const override { return static_cast<c10::DeviceIndex>(device_count.load()); }
   int getNumGPUs() const override { return device_count.load(); }
@@ -184,12 +193,26 @@ bool take_guard(bool replace) {
   return true;
 }
 
+// Whether this torch was built with CUDA: the hooks' isBuilt() where the interface has it; before that
+// (torch 2.6), whether they can tell the CUDA runtime's version, which the interface's own refuses.
+template <typename Hooks>
+auto cuda_is_built(const Hooks& hooks, int) -> decltype(hooks.isBuilt()) { return hooks.isBuilt(); }
+template <typename Hooks>
+bool cuda_is_built(const Hooks& hooks, long) {
+  try {
+    hooks.versionCUDART();
+    return true;
+  } catch (const c10::Error&) {
+    return false;
+  }
+}
+
 extern "C" {
 // Sets the simulated device count (0: switched off) and puts the guard and hooks in place; 0 where a
 // CUDA build's own are there and `replace` is 0.
 int gpulab_install(int count, int replace) {
   bool hooks_are_ours = *hooks_object() == *reinterpret_cast<void**>(&hooks);
-  if (!hooks_are_ours && at::detail::getCUDAHooks().isBuilt() && !replace) return 0;
+  if (!hooks_are_ours && cuda_is_built(at::detail::getCUDAHooks(), 0) && !replace) return 0;
   if (!take_guard(replace != 0)) return 0;
   register_timer();
   device_count = count;

@@ -62,6 +62,14 @@ def _library_name(torch_dir: pathlib.Path) -> str:
     return f"simulated-cuda-{digest}{sysconfig.get_config_var('SHLIB_SUFFIX') or '.so'}"
 
 
+def _cxx_standard(torch_dir: pathlib.Path) -> str:
+    """The C++ standard this torch builds its extensions with (torch/utils/cpp_extension.py): its headers
+    need it (torch 2.15's use C++20's std::construct_at; 2.6's build with C++17)."""
+    source = torch_dir / "utils" / "cpp_extension.py"
+    text = source.read_text(errors="replace") if source.exists() else ""
+    return "c++20" if "'-std=c++20'" in text else "c++17"
+
+
 def _compile(target: pathlib.Path, torch_dir: pathlib.Path) -> None:
     compiler = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
     if compiler is None:
@@ -70,7 +78,7 @@ def _compile(target: pathlib.Path, torch_dir: pathlib.Path) -> None:
     # PyTorch's Linux wheels use the C++11 ABI from 2.7 on (manylinux_2_28); 2.6's do not.
     cxx11_abi = int(_torch_version(torch_dir) >= (2, 7))
     partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
-    command = [compiler, "-shared", "-fPIC", "-O1", "-std=c++17", f"-D_GLIBCXX_USE_CXX11_ABI={cxx11_abi}",
+    command = [compiler, "-shared", "-fPIC", "-O1", f"-std={_cxx_standard(torch_dir)}", f"-D_GLIBCXX_USE_CXX11_ABI={cxx11_abi}",
                f"-I{torch_dir / 'include'}", str(_SOURCE), f"-L{torch_dir / 'lib'}", "-lc10", "-ltorch_cpu",
                f"-Wl,-rpath,{torch_dir / 'lib'}", "-o", str(partial)]
     done = subprocess.run(command, capture_output=True, text=True)

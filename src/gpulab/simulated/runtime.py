@@ -132,6 +132,7 @@ def cuda_error(text: str, name: str) -> "torch.AcceleratorError":
     ``get_cuda_error_help`` + ``get_cuda_async_error_suffix`` + a newline + the device-side assertion
     note (c10/cuda/CUDAMiscFunctions.cpp; the declarations are in torch/include/c10/cuda/
     CUDAMiscFunctions.h, and a CUDA build defines TORCH_USE_CUDA_DSA: CUDADeviceAssertionHost.h).
+    Before torch 2.8, which added ``torch.AcceleratorError`` (a RuntimeError), it is a RuntimeError.
     """
     if name == "cudaErrorInvalidDevice":
         help_text = "\nGPU device may be out of range, do you have enough GPUs?"
@@ -139,8 +140,9 @@ def cuda_error(text: str, name: str) -> "torch.AcceleratorError":
         help_text = (f"\nSearch for `{name}' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"
                      " for more information.")
     suffix = "\nFor more detailed error information, run with CUDA_LOG_FILE=stderr"
-    return torch.AcceleratorError(f"CUDA error: {text}{help_text}{suffix}\n"
-                                  "Device-side assertion tracking was not enabled by user.")
+    error_class = getattr(torch, "AcceleratorError", RuntimeError)
+    return error_class(f"CUDA error: {text}{help_text}{suffix}\n"
+                       "Device-side assertion tracking was not enabled by user.")
 
 
 class _Streams:
