@@ -637,6 +637,7 @@ def accelerator_bindings() -> dict[str, Any]:
         "_accelerator_resetPeakStats": lambda device_index: _allocator(device_index).reset_peak_stats(),
         "_accelerator_getMemoryInfo": lambda device_index: _allocator(device_index).mem_get_info(),
         "_accelerator_hooks_device_count": lambda: node.device_count,
+        "_accelerator_deviceCount": lambda: node.device_count,          # torch 2.6's name for it
         "_accelerator_hooks_get_current_device": node.current_device,
         "_accelerator_hooks_set_current_device": lambda device_index: node.set_current_device(device_index),
         "_accelerator_hooks_exchange_device": exchange,
