@@ -196,40 +196,48 @@ def test_the_setup_cell_installs_gpulab_as_colab_runs_it_and_changes_nothing_els
     gitconfig.write_text(f'[url "file://{tmp_path / "repository"}"]\n\tinsteadOf = {url}\n')
     for number, (source, notebooks) in enumerate(cells.items()):
         assert f"git+{url}@{course.BRANCH}" in source, notebooks
-        # A copy of Colab's environment without gpulab: hard links, so that what pip adds or removes there
-        # never reaches .venv-colab (pip replaces files, never writes into them).
-        colab = tmp_path / f"colab-{number}"
-        subprocess.run(["cp", "-al", str(COLAB_VENV), str(colab)], check=True)
-        python = colab / "bin" / "python"
-        subprocess.run([str(python), "-m", "pip", "uninstall", "-q", "-y", "gpulab"], check=True, capture_output=True)
-        for hook in (colab / "lib").glob("python3.*/site-packages/gpulab-simulate.pth"):
-            hook.unlink()
-        before = installed(python)
-        assert "gpulab" not in before
-        cell = tmp_path / f"setup-{number}.py"
-        cell.write_text(source)
-        env = {**os.environ, "GIT_CONFIG_GLOBAL": str(gitconfig), "GIT_CONFIG_NOSYSTEM": "1",
-               "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-        env.pop("PYTHONPATH", None)
-        env.pop("GPULAB_SIMULATE", None)
-        ran = subprocess.run([str(python), "-c", AS_COLAB, str(cell)], cwd=tmp_path, env=env, capture_output=True,
-                             text=True, timeout=600)
-        assert ran.returncode == 0, f"the setup cell of {notebooks[0]} (and {len(notebooks) - 1} more) failed:\n{ran.stderr[-4000:]}"
-        after = installed(python)
-        assert "gpulab" in after, f"the setup cell did not install gpulab:\n{ran.stderr[-4000:]}"
-        del after["gpulab"]
-        changed = {p: (before.get(p), after.get(p)) for p in set(before) | set(after) if before.get(p) != after.get(p)}
-        assert not changed, f"the setup cell changed Colab's packages: {changed}"
-        # gpulab is installed, not linked to this work tree, and built from the commit the URL now reaches.
-        found = subprocess.run([str(python), "-c", "import gpulab, torch, ipywidgets, IPython, ipykernel; "
-                                "print(gpulab.__file__); print(torch.__version__)"],
-                               cwd=tmp_path, env=env, capture_output=True, text=True, check=True).stdout.split()
-        assert Path(found[0]).is_relative_to(colab / "lib"), found
-        direct = next((colab / "lib").glob("python3.*/site-packages/gpulab-*.dist-info/direct_url.json"))
-        record = json.loads(direct.read_text())
-        assert record["url"] == url and record["vcs_info"]["commit_id"] == commit, record
-        # And elsewhere (no google.colab), the same cell does nothing.
-        quiet = subprocess.run([str(python), str(cell)], cwd=tmp_path, env=env, capture_output=True, text=True)
-        assert quiet.returncode == 0 and quiet.stdout == quiet.stderr == "", quiet
-        shutil.rmtree(colab)
+        # A copy of Colab's environment without gpulab: hard links (so beside .venv-colab, on its file system),
+        # so that what pip adds or removes there never reaches .venv-colab (pip replaces files, never writes
+        # into them).
+        copies = Path(tempfile.mkdtemp(prefix=".venv-colab-copy-", dir=COLAB_VENV.parent))
+        try:
+            check_setup_cell(number, source, notebooks, copies / "venv", tmp_path, gitconfig, url, commit)
+        finally:
+            shutil.rmtree(copies, ignore_errors=True)
     assert sum(map(len, cells.values())) == sum(len(list((ROOT / f).glob("*.ipynb"))) for f in FOLDERS)
+
+
+def check_setup_cell(number, source, notebooks, colab, tmp_path, gitconfig, url, commit):
+    """The setup cell ``source`` (of ``notebooks``) run as Colab runs it, in a copy of .venv-colab at ``colab``."""
+    subprocess.run(["cp", "-al", str(COLAB_VENV), str(colab)], check=True)
+    python = colab / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "uninstall", "-q", "-y", "gpulab"], check=True, capture_output=True)
+    for hook in (colab / "lib").glob("python3.*/site-packages/gpulab-simulate.pth"):
+        hook.unlink()
+    before = installed(python)
+    assert "gpulab" not in before
+    cell = tmp_path / f"setup-{number}.py"
+    cell.write_text(source)
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": str(gitconfig), "GIT_CONFIG_NOSYSTEM": "1",
+           "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    env.pop("PYTHONPATH", None)
+    env.pop("GPULAB_SIMULATE", None)
+    ran = subprocess.run([str(python), "-c", AS_COLAB, str(cell)], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert ran.returncode == 0, f"the setup cell of {notebooks[0]} (and {len(notebooks) - 1} more) failed:\n{ran.stderr[-4000:]}"
+    after = installed(python)
+    assert "gpulab" in after, f"the setup cell did not install gpulab:\n{ran.stderr[-4000:]}"
+    del after["gpulab"]
+    changed = {p: (before.get(p), after.get(p)) for p in set(before) | set(after) if before.get(p) != after.get(p)}
+    assert not changed, f"the setup cell changed Colab's packages: {changed}"
+    # gpulab is installed, not linked to this work tree, and built from the commit the URL now reaches.
+    found = subprocess.run([str(python), "-c", "import gpulab, torch, ipywidgets, IPython, ipykernel; "
+                            "print(gpulab.__file__); print(torch.__version__)"],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, check=True).stdout.split()
+    assert Path(found[0]).is_relative_to(colab / "lib"), found
+    direct = next((colab / "lib").glob("python3.*/site-packages/gpulab-*.dist-info/direct_url.json"))
+    record = json.loads(direct.read_text())
+    assert record["url"] == url and record["vcs_info"]["commit_id"] == commit, record
+    # And elsewhere (no google.colab), the same cell does nothing.
+    quiet = subprocess.run([str(python), str(cell)], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert quiet.returncode == 0 and quiet.stdout == quiet.stderr == "", quiet
