@@ -1,6 +1,7 @@
 # make lab      — set up .venv if needed and start JupyterLab on the lessons
 #                 (GPULAB_SIMULATE=t4 make lab: the same on a simulated T4; 4xh100 for a node of four H100s)
-# make test     — set up .venv (and .venv-colab, Colab's stack) if needed and run every test
+# make test     — set up .venv if needed and run every test (with the Colab lane where .venv-colab is)
+# make test-colab — set up .venv-colab (Colab's stack, Python 3.13) and run the Colab lane
 # make test-simulated — only the whole course on a simulated T4 and a node of four H100s (part of make test)
 # make test-versions — every lesson and solution on the oldest torch pyproject.toml admits and on the
 #                 newest release, each in its own .venv-torch-VERSION, on the CPU and a simulated T4
@@ -52,18 +53,18 @@ colab-venv:
 lab: $(VENV)/.installed
 	$(VENV)/bin/jupyter lab $(LAB_FLAGS) notebooks
 
-test: $(VENV)/.installed colab-venv
+test: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest
 
-# The Colab lane alone: in .venv-colab, every lesson and solution on the CPU, the widget and quiz
-# tests, a student's self-check grading; the setup cell as Colab runs it. (make test also runs the
-# simulated T4 in .venv-colab.)
+# The Colab lane: in .venv-colab (made here), every lesson and solution on the CPU, the widget and
+# quiz tests, a student's self-check grading; the setup cell as Colab runs it. Where .venv-colab
+# exists, make test runs these too, and the simulated T4 in it.
 test-colab: $(VENV)/.installed colab-venv
 	$(VENV)/bin/python -m pytest tests/test_colab.py
 
 # Every lesson and solution under nbval, every panel and every grading, on GPULAB_SIMULATE=t4 (in
 # .venv-colab: the T4 is Colab's GPU) and =4xh100.
-test-simulated: $(VENV)/.installed colab-venv
+test-simulated: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest tests/test_simulated_course.py
 
 # The oldest torch is pyproject.toml's floor; the newest, the newest release (torch wheels are

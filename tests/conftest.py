@@ -13,12 +13,12 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU; this machine has none")
 
 # Where a machine must run everything, a skip for want of it is a failure: the GPU runner sets
-# GPULAB_REQUIRE_CUDA=1 (make test-gpu), CI sets GPULAB_REQUIRE_BROWSER=1, GPULAB_REQUIRE_SANDBOX=1
-# and GPULAB_REQUIRE_COLAB=1 (.ci/run).
+# GPULAB_REQUIRE_CUDA=1 (make test-gpu), CI sets GPULAB_REQUIRE_BROWSER=1 and GPULAB_REQUIRE_SANDBOX=1
+# (.ci/run); GPULAB_REQUIRE_COLAB=1 requires the Colab lane.
 REQUIRED = {"GPULAB_REQUIRE_CUDA": "needs a CUDA GPU", "GPULAB_REQUIRE_BROWSER": "needs Chromium",
             "GPULAB_REQUIRE_SANDBOX": "no sandbox", "GPULAB_REQUIRE_COLAB": "needs Colab's stack"}
 
-# Colab's stack (constraints-colab.txt on Python 3.13), which make test installs where a Python 3.13 is.
+# Colab's stack (constraints-colab.txt on Python 3.13), which make test-colab installs where a Python 3.13 is.
 COLAB_VENV = ROOT / ".venv-colab"
 COLAB_PYTHON = COLAB_VENV / "bin" / "python"
 
