@@ -7,7 +7,9 @@ tests, which read what the runs left, come last.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
+import tempfile
 import threading
 from pathlib import Path
 
@@ -47,3 +49,28 @@ class Run:
             self.process.kill()
             self.process.wait()
         self.thread.join(10)
+
+
+class Runs:
+    """A test module's runs, started once, and the scratch folders they write in: :meth:`stop` ends what is
+    still running and removes the folders (tests/conftest.py also calls it at the session's end)."""
+
+    def __init__(self):
+        self.started: dict = {}
+        self._scratch: list = []
+
+    def folder(self, prefix: str) -> Path:
+        folder = Path(tempfile.mkdtemp(prefix=prefix))
+        self._scratch.append(folder)
+        return folder
+
+    def wait(self, timeout: float) -> dict:
+        for run in self.started.values():
+            run.wait(timeout)
+        return dict(self.started)
+
+    def stop(self) -> None:
+        for run in self.started.values():
+            run.stop()
+        while self._scratch:
+            shutil.rmtree(self._scratch.pop(), ignore_errors=True)

@@ -32,7 +32,7 @@ import pytest
 
 from gpulab import course
 
-from background import Run
+from background import Run, Runs
 from conftest import COLAB_PYTHON, COLAB_VENV, ROOT, colab_installed
 
 needs_colab = pytest.mark.skipif(not colab_installed(), reason="needs Colab's stack (.venv-colab on Python 3.13): "
@@ -71,15 +71,13 @@ def test_the_colab_environment_is_colabs_stack():
 
 
 # The runs in .venv-colab, started when the session's tests are collected (tests/conftest.py).
-_started: dict = {}
-_scratch: list = []
+_runs = Runs()
 
 
 def start_runs() -> None:
-    if _started or not colab_installed():
+    if _runs.started or not colab_installed():
         return
-    folder = Path(tempfile.mkdtemp(prefix="colab-course-"))
-    _scratch.append(folder)
+    folder = _runs.folder("colab-course-")
     python = str(COLAB_PYTHON)
     env = {**os.environ, "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
     env.pop("GPULAB_SIMULATE", None)
@@ -93,24 +91,20 @@ def start_runs() -> None:
                 for solution in sorted((ROOT / "solutions").glob("*.ipynb"))},
              "exercises": [python, "-m", "gpulab", "grade", "--no-sandbox", "--csv", str(folder / "exercises.csv"),
                            str(ROOT / "exercises")]}
-    _started["colab"] = Run("colab", folder, steps, env)
+    _runs.started["colab"] = Run("colab", folder, steps, env)
 
 
 def stop_runs() -> None:
-    for run in _started.values():
-        run.stop()
-    while _scratch:
-        shutil.rmtree(_scratch.pop(), ignore_errors=True)
+    _runs.stop()
 
 
 @pytest.fixture(scope="module")
 def colab():
     start_runs()
-    if not _started:
+    if not _runs.started:
         pytest.skip("needs Colab's stack (.venv-colab on Python 3.13): make test-colab installs it where a Python 3.13 is")
     try:
-        _started["colab"].wait(timeout=2400)
-        yield _started["colab"]
+        yield _runs.wait(timeout=2400)["colab"]
     finally:
         stop_runs()
 

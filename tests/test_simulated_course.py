@@ -24,14 +24,13 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
 from gpulab import figures, sandbox
 
-from background import Run
+from background import Run, Runs
 from conftest import COLAB_PYTHON, ROOT, colab_installed
 from nbval_outputs import contradictions, text_of
 
@@ -87,8 +86,7 @@ def renamed_solutions(folder: Path, machine: str) -> Path:
     return folder
 
 
-_started: dict = {}      # machine → its Run, once started
-_scratch: list = []
+_runs = Runs()           # machine → its Run, once started
 
 
 def course_run(machine: str, folder: Path) -> Run:
@@ -115,21 +113,17 @@ def course_run(machine: str, folder: Path) -> Run:
 def start_runs() -> None:
     """Start each machine's run, once. tests/conftest.py calls this as soon as the session's tests are
     collected, and puts this module's tests last: the course runs beside the rest of the suite."""
-    if _started:
+    if _runs.started:
         return
-    root = Path(tempfile.mkdtemp(prefix="simulated-course-"))
-    _scratch.append(root)
+    root = _runs.folder("simulated-course-")
     for machine in MACHINES:
         (root / machine).mkdir()
-        _started[machine] = course_run(machine, root / machine)
+        _runs.started[machine] = course_run(machine, root / machine)
 
 
 def stop_runs() -> None:
     """End what is still running and remove the scratch folder (also called at the session's end)."""
-    for run in _started.values():
-        run.stop()
-    while _scratch:
-        shutil.rmtree(_scratch.pop(), ignore_errors=True)
+    _runs.stop()
 
 
 @pytest.fixture(scope="module")
@@ -137,9 +131,7 @@ def runs():
     """{machine: its finished Run}: started when the session's tests were collected (or now)."""
     start_runs()
     try:
-        for run in _started.values():
-            run.wait(timeout=2400)
-        yield dict(_started)
+        yield _runs.wait(timeout=2400)
     finally:
         stop_runs()
 
