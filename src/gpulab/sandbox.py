@@ -324,7 +324,9 @@ def _clean_env(threads: int = 1, home: str = INSIDE) -> dict[str, str]:
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", "HOME": home, "USER": "student",
            "LANG": "C.UTF-8", "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), "MPLBACKEND": "Agg",
            "PYTHONDONTWRITEBYTECODE": "1", "JUPYTER_PLATFORM_DIRS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
-    for name in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "TZ", "GPULAB_SIMULATE"):
+    # PYTHONPATH is part of how this Python finds its packages (tools/gpu-runner/run.sh installs the
+    # suite's that way): a kernel without it could not import ipykernel or gpulab.
+    for name in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "PYTHONPATH", "TZ", "GPULAB_SIMULATE"):
         if name in os.environ:
             env[name] = os.environ[name]
     if home != INSIDE:
