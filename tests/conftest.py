@@ -11,6 +11,9 @@ import torch
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU; this machine has none")
+# A simulated machine refuses to start beside a real GPU (gpulab.simulated.install): tests that start one run where
+# there is none, CI among them. The reason must not say "needs a CUDA GPU" (GPULAB_REQUIRE_CUDA fails those).
+simulates = pytest.mark.skipif(torch.cuda.is_available(), reason="simulated machines refuse to run beside a real GPU")
 
 # Where a machine must run everything, a skip for want of it is a failure: the GPU runner sets
 # GPULAB_REQUIRE_CUDA=1 (make test-gpu), CI sets GPULAB_REQUIRE_BROWSER=1 and GPULAB_REQUIRE_SANDBOX=1

@@ -15,7 +15,7 @@ from gpulab import bench, cli, course, distributed, figures, plots, reference, w
 from gpulab.memory import TensorLedger
 from gpulab.widgets import Panel
 
-from conftest import ROOT, code_cell, notebook, requires_cuda
+from conftest import ROOT, code_cell, notebook, requires_cuda, simulates
 
 SETUP = "import gpulab\n"
 
@@ -218,15 +218,15 @@ def data_lines(ax):
     return [line for line in ax.get_lines() if (line.get_gid() or "").split("|")[0] in {"yours", "reference", "known"}]
 
 
-def measured_points(ax) -> dict[str, int]:
-    """How many points each series measured here draws on ``ax``: a curve's points, a bar chart's bars,
-    a timeline's bars."""
-    points = {line.get_gid(): len(line.get_xdata()) for line in data_lines(ax) if line.get_gid().startswith("yours|")}
+def measured_points(ax, owners=("yours|",)) -> dict[str, int]:
+    """How many points each series measured here (or, with ``owners``, recorded too) draws on ``ax``: a
+    curve's points, a bar chart's bars, a timeline's bars."""
+    points = {line.get_gid(): len(line.get_xdata()) for line in data_lines(ax) if line.get_gid().startswith(owners)}
     for bar in ax.patches:
-        if (bar.get_gid() or "").startswith("yours|"):
+        if (bar.get_gid() or "").startswith(owners):
             points[bar.get_gid()] = points.get(bar.get_gid(), 0) + 1
     for collection in ax.collections:
-        if (collection.get_gid() or "").startswith("yours|"):
+        if (collection.get_gid() or "").startswith(owners):
             points[collection.get_gid()] = points.get(collection.get_gid(), 0) + len(collection.get_paths())
     return points
 
@@ -241,9 +241,11 @@ def labelled(ax, axis):
 def test_every_panel_on_this_machine_draws_readable_axes_with_data(lesson_runs):
     for name, item in lesson_runs.items():
         figure = drawn(item.panel)
+        assert any(measured_points(ax) for ax in figure.axes), f"{name}: the figure shows nothing measured here"
         for ax in figure.axes:
-            measured = measured_points(ax)
-            assert measured, f"{name}: an axes shows nothing measured here ({ax.get_title()!r})"
+            # A pane of what this machine cannot do (a copy back from a GPU, on a CPU) shows the GPU's record.
+            measured = measured_points(ax, ("yours|", "reference|"))
+            assert measured, f"{name}: an axes shows nothing measured here or recorded ({ax.get_title()!r})"
             assert min(measured.values()) >= 2, f"{name}: a series with fewer than two points: {measured}"
             assert len(labelled(ax, "y")) >= 3, f"{name}: the y axis of {ax.get_title()!r} reads {labelled(ax, 'y')}"
             assert len(labelled(ax, "x")) >= min(3, min(measured.values())), f"{name}: x axis {labelled(ax, 'x')}"
@@ -266,9 +268,19 @@ def _gpu_shaped(result, series_key, mapping, **extra):
 
 
 def _roofline_shaped(result):
-    shaped, pairs = _gpu_shaped(result, "gflops", {"cuda:0": "cpu"}, device="cuda:0",
-                                ceilings={"cuda:0": result["ceilings"]["cpu"]})
-    return shaped, {**pairs, "roof cuda:0": "roof cpu"}
+    mine = result["device"]      # "cpu" here, "cuda:0" on a GPU
+    shaped, pairs = _gpu_shaped(result, "gflops", {"cuda:0": mine}, device="cuda:0",
+                                ceilings={"cuda:0": result["ceilings"][mine]})
+    return shaped, {**pairs, "roof cuda:0": f"roof {mine}"}
+
+
+def _bandwidth_shaped(result):
+    if "host memory copy" not in result["gbps"]:             # measured on a GPU already
+        return _gpu_shaped(result, "gbps", {name: name for name in result["gbps"]})
+    return _gpu_shaped(
+        result, "gbps", {f"{d} {m}": "host memory copy" for d in ("host→device", "device→host")
+                         for m in ("pageable", "pinned", "pinned + non_blocking")},
+        device="cuda:0", pin_seconds=[n / (g * 1e9) for n, g in zip(result["sizes"], result["gbps"]["host memory copy"])])
 
 
 GPU_SHAPED = {
@@ -276,10 +288,7 @@ GPU_SHAPED = {
     "00_overhead": lambda r: _gpu_shaped(r, "seconds", {"cpu": "cpu", "cuda:0": "cpu"}),
     "00_amdahl": lambda r: _gpu_shaped(r, "speedup", {"measured": "measured"}),
     "01_matmul": lambda r: _gpu_shaped(r, "seconds", {"cpu": "cpu", "cuda:0": "cpu"}),
-    "02_bandwidth": lambda r: _gpu_shaped(
-        r, "gbps", {f"{d} {m}": "host memory copy" for d in ("host→device", "device→host")
-                    for m in ("pageable", "pinned", "pinned + non_blocking")},
-        device="cuda:0", pin_seconds=[n / (g * 1e9) for n, g in zip(r["sizes"], r["gbps"]["host memory copy"])]),
+    "02_bandwidth": _bandwidth_shaped,
     "02_sync": lambda r: _gpu_shaped(r, "seconds_per_step", {k: k for k in r["seconds_per_step"]}, device="cuda:0"),
     "03_throughput": lambda r: _gpu_shaped(r, "samples_per_s", {"cpu": "cpu", "cuda:0": "cpu"}),
     "03_placement": lambda r: _gpu_shaped(
@@ -348,7 +357,8 @@ def test_a_reference_is_drawn_in_the_readers_units_and_only_gpu_curves_carry_its
             f"{name}: with a reference recorded, well-known figures are not needed")
         for ax, line in theirs:
             series = line.get_gid().split("|", 1)[1]
-            paired = {**pairs[name], **PIN_PAIRS}[series]
+            pins = PIN_PAIRS if "host memory copy" in item.panel.result.get("gbps", {}) else {}
+            paired = {**pairs[name], **pins}.get(series, series)     # on a GPU a pinning curve pairs with its own
             mine = yours_of(ax).get(paired, yours[paired])          # on the same axes where there is one
             if name in ON_REFERENCE_CPU:
                 assert "Test CPU" in line.get_label() and "Test GPU" not in line.get_label(), (name, line.get_label())
@@ -561,6 +571,7 @@ def test_on_cuda_the_budget_really_limits_the_process_and_memory_comes_back(less
     del big
 
 
+@simulates
 def test_on_a_simulated_machine_the_bench_draws_figures_and_records_nothing(tmp_path):
     """A simulated GPU's timings are this CPU's: no reference record may come of them (issue: point 3)."""
     write_lesson(tmp_path, "98_fake", SETUP + "import torch\nassert torch.cuda.is_available()\n",
@@ -577,6 +588,7 @@ def test_on_a_simulated_machine_the_bench_draws_figures_and_records_nothing(tmp_
             bench.record_of(Panel(lambda progress: {}, {}, name="98_x"), "98_fake", "gpulab bench")
 
 
+@simulates
 def test_a_figure_drawn_on_a_simulated_machine_says_so():
     """Nothing simulated passes for a GPU's result: every figure gpulab makes there carries the note."""
     code = ("from gpulab import plots\nimport torch\nassert torch.cuda.is_available()\n"

@@ -88,7 +88,7 @@ def roofline(result: dict, figure) -> None:
     batches = result["batches"]
     plots.series(ax, result, x="intensity", y="gflops", by_device=True, reference=usable,
                  label=lambda device: f"{device}: Linear {result['width']}→{result['width']}, batch {batches[0]}…{batches[-1]}")
-    runs = [("yours", result, None)] + ([("reference", usable["result"], usable["device"].get("name", "reference GPU"))]
+    runs = [("yours", result, None)] + ([("reference", usable["result"], reference.gpu_label(usable))]
                                         if usable is not None else [])
     for owner, run, gpu in runs:
         for device, ceilings in run["ceilings"].items():
@@ -276,7 +276,7 @@ def bandwidth(result: dict, figure) -> None:
                 plots.known_curve(pin, sizes, [(link["latency_s"] + n / (link["gbps"] * 1e9)) * 1e3 for n in sizes],
                                   f"the transfer it would speed up ({link['name']} model)", 3)
         if record is not None:
-            _pin_curves(pin, record["result"], record["device"].get("name", "reference GPU"))
+            _pin_curves(pin, record["result"], reference.gpu_label(record, link=True))
     else:
         plots.note(figure, f"{result['device']} could not pin host memory: only pageable copies, and no cost of "
                    "pinning to show")
@@ -574,7 +574,7 @@ def amp_step(result: dict, figure) -> None:
             if name.startswith("autocast"):
                 line.set_linestyle((0, (4, 2)))      # dashed: the two curves often lie on top of each other
         else:
-            line.set_label(_run_label(usable["result"], name, usable["device"].get("name", "reference GPU") + " (reference)"))
+            line.set_label(_run_label(usable["result"], name, reference.gpu_label(usable) + " (reference)"))
     if _no_accelerator(result) and usable is None:
         plots.note(figure, "no accelerator here · " + reference.NOT_RECORDED)
     ax.set_title(f"MLP of width {result['width']}, batch {result['batch']}: autocast to {result['dtype']}", fontsize=9)
@@ -773,7 +773,7 @@ def sawtooth(result: dict, figure) -> None:
                          colors={name: plots.color_for(result["device"]) for name in run["gflops"]})
             where = run["device"]
         else:
-            gpu = shown["device"].get("name", "reference GPU")
+            gpu = reference.gpu_label(shown)
             for name, values in run["gflops"].items():
                 ax.plot(run["sizes"], values, "--", marker="o", markersize=2, color=plots.DEVICE_COLORS["reference"],
                         label=f"{name} · {gpu} (reference)", gid=f"reference|{name}")

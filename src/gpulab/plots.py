@@ -269,7 +269,9 @@ def series(
         xs, ys = zip(*points(result, values)) if values else ((), ())
         lines += ax.plot(xs, ys, "-", marker="o", markersize=3, color=color, label=label(name), gid=f"yours|{name}")
     if reference is not None:
-        gpu = reference["device"].get("name", "reference GPU")
+        from . import reference as records
+        # A copy's bandwidth depends on the host link as much as on the GPU: name both.
+        gpu = records.gpu_label(reference, link=y == "gbps")
         for name, values in reference["result"][y].items():
             if (names is not None and not names(name)) or (by_device and not is_accelerator(name)):
                 continue

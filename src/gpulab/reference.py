@@ -8,8 +8,9 @@ Three kinds, kept apart:
   named GPU and published, each kept with its source, the GPU and its variant, its link and the
   software, and drawn as "published", never as this course's measurement;
 - results recorded with ``gpulab bench`` on a real GPU: a JSON file per experiment in
-  ``gpulab/reference_results/``, read by :func:`load`. None has been recorded yet; where none
-  exists :func:`load` returns None and lessons say so. They never show numbers that were not measured.
+  ``gpulab/reference_results/``, read by :func:`load` (an H100 SXM's, recorded with
+  tools/gpu-runner; its log is in tools/gpu-runner/records/). Where none exists :func:`load` returns None
+  and lessons say so. They never show numbers that were not measured.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from typing import Any
 from .tables import Table
 
 __all__ = ["KNOWN_GPUS", "KnownGPU", "LAUNCH_MODEL_S", "LINK_MODEL", "NOT_RECORDED", "PCIE_X16_GBPS", "PUBLISHED",
-           "Published", "REQUIRED", "SPEC_PEAK_TFLOPS", "UNITS", "describe", "known_gpu", "known_gpus", "load", "names",
-           "published", "validate"]
+           "Published", "REQUIRED", "SPEC_PEAK_TFLOPS", "UNITS", "describe", "gpu_label", "known_gpu", "known_gpus", "load",
+           "names", "published", "validate"]
 
 NOT_RECORDED = "no GPU reference recorded yet"
 
@@ -358,10 +359,24 @@ def validate(record: Any, name: str) -> dict[str, Any]:
     return record
 
 
+def gpu_label(record: dict[str, Any], *, link: bool = False) -> str:
+    """What a figure calls the GPU of ``record``: its variant where it is a known one ("H100 SXM"), with
+    its host link if asked ("H100 SXM, PCIe 5.0 ×16"); otherwise the name its driver gave."""
+    device = record["device"]
+    gpu = known_gpu(device.get("name", ""), memory_bytes=device.get("total_memory_bytes"),
+                    multiprocessors=device.get("multiprocessors"))
+    if gpu is None:
+        return device.get("name", "reference GPU")
+    return f"{gpu.name}, {gpu.link}" if link else gpu.name
+
+
 def describe(name: str) -> str:
     """One line saying where the reference for ``name`` comes from, or that there is none."""
     record = load(name)
     if record is None:
         return NOT_RECORDED
     device = record["device"].get("name", "a GPU")
-    return f"reference: {device}, torch {record['torch']}, recorded {record['recorded']}"
+    gpu = known_gpu(device, memory_bytes=record["device"].get("total_memory_bytes"),
+                    multiprocessors=record["device"].get("multiprocessors"))
+    variant = f" ({gpu.name}, {gpu.link} to the host)" if gpu is not None else ""
+    return f"reference: {device}{variant}, torch {record['torch']}, recorded {record['recorded']}"
