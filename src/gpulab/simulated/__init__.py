@@ -48,7 +48,10 @@ What is not simulated, so that no run here is ever taken for a GPU's:
 - types: a parameter on a simulated GPU is a ``CudaTensor`` (``isinstance(p, nn.Parameter)``
   holds, ``type(p) is nn.Parameter`` does not); ``untyped_storage().data_ptr()`` raises;
 - cuDNN, cuBLAS and their workspaces (``torch.backends.cudnn.is_available()`` stays False,
-  ``torch.version.cuda`` None), CUDA graphs (making one raises), ``torch.compile`` for CUDA (no
+  ``torch.version.cuda`` None; ``memory_allocated()`` counts tensors alone, where an H100 with torch
+  2.11 also counted the 32 MiB cuBLAS workspace each thread's first matrix product on a stream takes
+  and keeps: 33 MiB more after a first forward, 65 MiB after the first backward, whose autograd
+  thread has its own), CUDA graphs (making one raises), ``torch.compile`` for CUDA (no
   Triton), custom CUDA kernels, IPC of CUDA tensors, GPU UUIDs in ``CUDA_VISIBLE_DEVICES``;
 - host memory: values are real, so a simulated card holds what this machine's RAM holds. A
   ``torch.empty`` of 16 MiB or more is lazily committed host memory (an anonymous mapping with

@@ -55,8 +55,10 @@ GPUS: dict[str, GPUSpec] = {spec.key: spec for spec in (
             48 * 1024, 163 * 1024, 164 * 1024, 65536, 500 * MiB, "PCIe 4.0 x16; NVLink 3 (600 GB/s)",
             "NVIDIA A100 data sheet (SXM4 80GB): 2,039 GB/s HBM2e, 108 SMs, 40 MB L2; "
             "CUDA C Programming Guide, compute capability 8.0: 2048 threads and 164 KB shared memory per SM"),
-    GPUSpec("h100", "NVIDIA H100 80GB HBM3", 9, 0, 81_003 * MiB, 132, 50 * MiB, 2_619_000, 5120, 1_980_000, 2048,
-            48 * 1024, 227 * 1024, 228 * 1024, 65536, 500 * MiB, "PCIe 5.0 x16; NVLink 4 (900 GB/s)",
+    # total_memory and the context's bytes as an H100 SXM reported them (torch 2.11.0+cu130, driver 580.159;
+    # tools/gpu-runner/records/2026-11-25-h100/probe.json)
+    GPUSpec("h100", "NVIDIA H100 80GB HBM3", 9, 0, 81_079 * MiB, 132, 50 * MiB, 2_619_000, 5120, 1_980_000, 2048,
+            48 * 1024, 227 * 1024, 228 * 1024, 65536, 552_402_944, "PCIe 5.0 x16; NVLink 4 (900 GB/s)",
             "NVIDIA H100 data sheet (SXM5 80GB): 3.35 TB/s HBM3, 132 SMs, 50 MB L2; "
             "CUDA C Programming Guide, compute capability 9.0: 2048 threads and 228 KB shared memory per SM"),
     # Six HBM3e stacks of 1024 bits (the H100 SXM has five stacks active: 5120 bits); the memory clock is

@@ -245,7 +245,7 @@ class _CudaDeviceProperties:
         self.is_integrated = 0
         self.is_multi_gpu_board = 0
         self.max_threads_per_multi_processor = spec.max_threads_per_multi_processor
-        self.gcnArchName = "NVIDIA CUDA"
+        self.gcnArchName = spec.name   # what an H100 reported (torch 2.11.0+cu130)
         self.warp_size = 32
         self.uuid = f"5d3c1e2a-{index:04x}-4c6b-9e0f-{spec.key.encode().hex():0>12.12}"
         self.L2_cache_size = spec.L2_cache_size

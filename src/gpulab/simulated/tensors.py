@@ -28,6 +28,7 @@ import mmap
 import sys
 import threading
 import weakref
+from pathlib import Path
 
 import torch
 from torch.utils._pytree import tree_flatten, tree_map
@@ -258,7 +259,7 @@ _MIXED_OK = {aten.copy_.default, aten._to_copy.default, aten._foreach_copy_.defa
              aten.index_put_.default, aten._index_put_impl_.default, aten.index_put.default, aten.set_.source_Tensor}
 
 
-def _common_device(func, flat) -> torch.device:
+def _common_device(func, flat, args=(), kwargs=None) -> torch.device:
     """The device the operation runs on, and PyTorch's error when operands are on two.
 
     TensorIterator's rule (aten/src/ATen/TensorIterator.cpp, ``compute_types``): the first non-CPU
@@ -272,9 +273,50 @@ def _common_device(func, flat) -> torch.device:
     for value in tensors:
         if value.device == common or (common.type != "cpu" and _is_cpu_scalar(value)) or func in _MIXED_OK:
             continue
+        if torch.Tag.pointwise not in func.tags:
+            _argument_device_check(func, args, kwargs)
         raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
                            f"{common} and {value.device}!")
     return common
+
+
+def _argument_device_check(func, args, kwargs) -> None:
+    """The device check the generated CUDA wrapper of an operator that is not TensorIterator's (``mm``,
+    ``addmm``, ``embedding`` …) makes (aten/src/ATen/core/op_registration/adaption.cpp,
+    ``check_and_update_common_device``): the first tensor argument's device is the common one, and the first
+    argument on another is named. An H100 with torch 2.11 said: "… but got mat2 is on cpu, different from other
+    tensors on cuda:0 (when checking argument in method wrapper_CUDA_mm)"; torch 2.6 words it as TensorIterator
+    does, naming the argument after it."""
+    kwargs = kwargs or {}
+    common = None
+    values = list(args) + [kwargs.get(argument.name) for argument in func._schema.arguments[len(args):]]
+    for argument, value in zip(func._schema.arguments, values):
+        for tensor in (value if isinstance(value, (list, tuple)) else [value]):
+            if not isinstance(tensor, torch.Tensor):
+                continue
+            if common is None:
+                common = tensor.device
+            elif tensor.device != common:
+                name = func._schema.name.split("::")[-1]
+                method = name if func._overloadname == "default" else f"{name}_{func._overloadname}"
+                if _names_the_argument_first():
+                    raise RuntimeError(f"Expected all tensors to be on the same device, but got {argument.name} is "
+                                       f"on {tensor.device}, different from other tensors on {common} (when checking "
+                                       f"argument in method wrapper_CUDA_{method})")
+                raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                                   f"{common} and {tensor.device}! (when checking argument for argument "
+                                   f"{argument.name} in method wrapper_CUDA_{method})")
+
+
+@functools.lru_cache(maxsize=1)
+def _names_the_argument_first() -> bool:
+    """Whether this torch words the check as 2.11 does (read once, from its library, when the error is raised)."""
+    library = Path(torch.__file__).parent / "lib" / "libtorch_cpu.so"
+    try:
+        with open(library, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return data.find(b"different from other tensors on") >= 0
+    except (OSError, ValueError):
+        return True
 
 
 # ----------------------------------------------------------------- running an operation
@@ -468,7 +510,7 @@ def _dispatch(func, args, kwargs):
     if isinstance(device, torch.device) and device.type == "cpu":
         target = CPU
     else:
-        target = _common_device(func, flat)
+        target = _common_device(func, flat, args, kwargs)
         if isinstance(device, torch.device) and device.type == "cuda":
             target = torch.device("cuda", node.check_index(device.index if device.index is not None else -1))
     if func in _FLOAT8_MATMULS and target.type == "cuda":
