@@ -27,12 +27,15 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from gpulab import figures, sandbox
 
 from background import Run, Runs
-from conftest import COLAB_PYTHON, ROOT, colab_installed
+from conftest import COLAB_PYTHON, ROOT, colab_installed, simulates
 from nbval_outputs import contradictions, text_of
+
+pytestmark = simulates
 
 MACHINES = ("t4", "4xh100")
 # A simulated GPU's speed is this CPU's: panels run the same code with smaller settings, sooner.
@@ -113,7 +116,7 @@ def course_run(machine: str, folder: Path) -> Run:
 def start_runs() -> None:
     """Start each machine's run, once. tests/conftest.py calls this as soon as the session's tests are
     collected, and puts this module's tests last: the course runs beside the rest of the suite."""
-    if _runs.started:
+    if _runs.started or torch.cuda.is_available():     # beside a real GPU its tests skip (simulates)
         return
     root = _runs.folder("simulated-course-")
     for machine in MACHINES:

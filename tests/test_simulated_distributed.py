@@ -21,6 +21,9 @@ import time
 
 import pytest
 
+from conftest import simulates
+
+pytestmark = simulates
 PYTHON = sys.executable
 NCCL_DUPLICATE = ("NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:93, invalid usage (run with "
                   "NCCL_DEBUG=WARN for details), NCCL version 2.28.9\nncclInvalidUsage: This usually reflects invalid "

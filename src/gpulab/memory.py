@@ -154,6 +154,13 @@ def recover_from_oom() -> None:
     nothing either, then collects garbage and empties the CUDA or MPS cache.
     """
     import gc
+
+    _clear_uncaught_frames()   # in a function of its own: no local of this one holds an error while collecting
+    gc.collect()
+    _empty_accelerator_cache()
+
+
+def _clear_uncaught_frames() -> None:
     import traceback
 
     errors, tracebacks = _uncaught_errors()
@@ -168,8 +175,11 @@ def recover_from_oom() -> None:
         errors.extend(chained for chained in (error.__cause__, error.__context__) if chained is not None)
     for tb in tracebacks:
         traceback.clear_frames(tb)        # skips frames still running, such as the caller's
-    gc.collect()
-    _empty_accelerator_cache()
+        while tb is not None:
+            # Before Python 3.13 a frame's f_locals is a snapshot that clearing leaves behind (IPython's traceback
+            # formatter takes one); reading it again after the clear empties it.
+            tb.tb_frame.f_locals
+            tb = tb.tb_next
 
 
 def _same_device(tensor_device: torch.device, wanted: torch.device) -> bool:
