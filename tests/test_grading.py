@@ -21,7 +21,7 @@ import pytest
 
 from gpulab import course, distributed, grading, sandbox
 
-from conftest import ROOT, code_cell, notebook
+from conftest import ROOT, code_cell, notebook, simulates
 
 TIMEOUT = "4"
 SANDBOXED = not sandbox.unavailable()
@@ -706,6 +706,7 @@ def test_recorded_time_fn_can_call_instead_of_timing():
     assert result.clock == "not timed" and result.bytes_moved == 8 and result.device == "cuda:0"
 
 
+@simulates
 def test_the_graders_kernels_see_a_simulated_machine_and_checks_run_on_a_simulated_gpu(tmp_path):
     """GPULAB_SIMULATE reaches the grader's (sandboxed) kernels, and a check's SimulatedGPU works inside
     the sandbox, where no compiler or cache can be written: the grader hands its kernels the built guard."""
@@ -758,3 +759,34 @@ def test_a_simulated_gpu_counts_synchronize_however_it_was_imported():
         assert __main__.gpulab_test_wait is wait
     finally:
         del __main__.gpulab_test_wait
+
+
+def _with_setup(tiny_folder, folder, setup):
+    """The tiny lesson's solutions with ``setup`` in place of its setup cell, written under ``folder``."""
+    lesson = tiny_lesson()
+    lesson["cells"][1] = role_cell(setup)
+    course.write_notebook(lesson, folder / "01_devices.ipynb")
+    return folder
+
+
+def test_a_setup_that_fails_before_the_answer_ran_is_graded_again_and_then_said(tiny, tmp_path):
+    """Many kernels starting at once (a CUDA build of torch on 16 cores) can fail a setup or a start that has
+    nothing to do with the answer: the exercise is graded once more; a setup that fails twice is reported as such."""
+    tries = tmp_path / "tries"
+    flaky = tmp_path / "flaky"
+    flaky.mkdir()
+    _with_setup(tiny, flaky, f"import math, pathlib\np = pathlib.Path({str(tries)!r})\n"
+                             "p.write_text(p.read_text() + 'x' if p.exists() else 'x')\n"
+                             "assert len(p.read_text()) > 1, 'the first try fails'")
+    submission = submit(tmp_path, CORRECT)
+    report = grading.grade(submission, timeout=float(TIMEOUT), solutions=flaky, sandboxed=False, only=["const"])
+    assert report.total == report.max_total == 1 and tries.read_text() == "xx"
+
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    _with_setup(tiny, broken, f"import pathlib\np = pathlib.Path({str(tries)!r})\np.write_text(p.read_text() + 'y')\n"
+                              "raise RuntimeError('no GPU today')")
+    report = grading.grade(submission, timeout=float(TIMEOUT), solutions=broken, sandboxed=False, only=["const"])
+    assert report.total == 0 and tries.read_text() == "xxyy"
+    [check] = report.checks
+    assert check.outcome == "error" and "setup did not run" in check.message and "no GPU today" in check.message

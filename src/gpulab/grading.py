@@ -490,10 +490,22 @@ def _grade_exercise(solution: dict, exercise: str, answer_source: str, timeout: 
     """{key: {"outcome", "message"}} for the answer and every check, and "tampered" if a canary passed."""
     import random
 
-    from . import sandbox
-
     rng = random.Random(secrets.randbits(64))
     plan = _plan(solution, exercise, answer_source, rng)
+    # A kernel that does not start, or a setup that does not run, is the machine's doing, not the answer's
+    # (nothing of it has run yet): on a busy machine (many kernels importing a CUDA build of torch at once) it
+    # happens. Such an exercise is graded once more in a fresh kernel.
+    for attempt in (1, 2):
+        results = _grade_once(plan, timeout, folder, threads, slot, sandboxed, limits, zygote)
+        if "kernel" not in results:
+            break
+    return results
+
+
+def _grade_once(plan: list, timeout: float, folder: Path, threads: int, slot: int, sandboxed: bool, limits,
+                zygote) -> dict:
+    from . import sandbox
+
     results: dict[str, dict] = {}
     try:
         if zygote is not None:
@@ -515,6 +527,11 @@ def _grade_exercise(solution: dict, exercise: str, answer_source: str, timeout: 
                     break
                 continue
             if cell.kind == "setup":
+                if reply.status != "ok":
+                    why = _verdict(reply, timeout).get("message", reply.status)
+                    return {"kernel": {"outcome": "error", "message": (
+                        f"the exercise's setup did not run before your answer ({why}); not your answer's doing: "
+                        "grade it again")[:MESSAGE_LIMIT]}}
                 continue
             results[cell.key] = _verdict(reply, timeout)
     return results
