@@ -62,7 +62,7 @@ test: $(VENV)/.installed
 test-colab: $(VENV)/.installed colab-venv
 	$(VENV)/bin/python -m pytest tests/test_colab.py
 
-# Every lesson and solution under nbval, every panel and every grading, on GPULAB_SIMULATE=t4 (in
+# Every lesson under nbval, every panel, every solution and exercise graded, on GPULAB_SIMULATE=t4 (in
 # .venv-colab: the T4 is Colab's GPU) and =4xh100.
 test-simulated: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest tests/test_simulated_course.py

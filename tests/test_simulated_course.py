@@ -2,14 +2,13 @@
 
 For each machine, as a reader with that GPU would run it:
 
-- every lesson and every solution notebook under nbval, in kernels on the simulated machine; each
-  cell's output is read, and a cell that says the machine lacks hardware it has fails
-  (tests/nbval_outputs.py);
+- every lesson notebook under nbval, in kernels on the simulated machine; each cell's output is read,
+  and a cell that says the machine lacks hardware it has fails (tests/nbval_outputs.py);
 - every lesson's panels recorded as ``gpulab bench`` records them, in the kernel that ran the
   lesson: each named panel's GPU path runs and its figure is drawn;
 - every solution graded (full marks) and every exercise notebook graded (zero) by ``gpulab grade``,
-  its kernels on the same simulated machine; the solutions handed in renamed, as learning-management
-  systems rename files.
+  its kernels on the same simulated machine: every cell of every solution runs there, each exercise in a
+  fresh kernel; the solutions handed in renamed, as learning-management systems rename files.
 
 The T4 is Colab's GPU: its share runs on Colab's stack, in .venv-colab (tests/test_colab.py), where make
 test-colab has installed it, else in this Python; the four H100s' in this Python. Both machines run at once, each a background thread that runs those steps one after another in
@@ -93,8 +92,9 @@ _runs = Runs()           # machine → its Run, once started
 
 
 def course_run(machine: str, folder: Path) -> Run:
-    """One machine's share of the course, in the background: nbval on every lesson and solution, then
-    ``gpulab grade`` (the instructors' command) on the solutions and on the exercise notebooks. The T4 is
+    """One machine's share of the course, in the background: nbval on every lesson, then ``gpulab grade`` (the
+    instructors' command) on the solutions and on the exercise notebooks. The grading runs every cell of every
+    solution on the machine, each exercise in a fresh kernel, so nbval does not run them again. The T4 is
     Colab's GPU: its share runs on Colab's stack (.venv-colab) where that is installed."""
     python = str(COLAB_PYTHON) if machine == "t4" and colab_installed() else sys.executable
     env = {**os.environ, "GPULAB_SIMULATE": machine, "GPULAB_NBVAL_OUTPUTS": str(folder / "outputs"),
@@ -103,7 +103,7 @@ def course_run(machine: str, folder: Path) -> Run:
            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")]))}
     steps = {
         "nbval": [python, "-m", "pytest", "-p", "nbval_outputs", "-q", "--no-header", "--durations=15",
-                  "-p", "no:cacheprovider", "notebooks", "solutions"],
+                  "-p", "no:cacheprovider", "notebooks"],
         **{f"grade-{kind}": [python, "-m", "gpulab", "grade", "--jobs", "1", "--timeout", "120",
                              "--csv", str(folder / f"{kind}.csv"), *([] if SANDBOXED else ["--no-sandbox"]),
                              str(where)] for kind, where in (("solutions", renamed_solutions(folder / "class", machine)),
@@ -164,7 +164,6 @@ def test_every_notebook_runs_and_says_what_the_machine_has(machine, runs):
     outputs = run.folder / "outputs"
     assert run.returncodes.get("nbval") == 0, f"nbval on a simulated {machine}:\n{run.log('nbval')[-8000:]}"
     assert sorted(path.stem for path in (outputs / "notebooks").glob("*.txt")) == [p.stem for p in notebooks("notebooks")]
-    assert sorted(path.stem for path in (outputs / "solutions").glob("*.txt")) == [p.stem for p in notebooks("solutions")]
 
 
 @pytest.mark.parametrize("machine", MACHINES)
