@@ -184,7 +184,12 @@ def test_a_recorded_reference_is_loaded_and_described(monkeypatch, tmp_path):
     (tmp_path / "broken.json").write_text(json.dumps({"device": {}}))
     monkeypatch.setattr(reference, "_folder", lambda: tmp_path)
     assert reference.load("demo") == record
-    assert reference.describe("demo") == "reference: NVIDIA H200, torch 2.11.0, recorded 2026-11-21"
+    # a GPU the data sheets know is named with its variant and host link; another by its driver's name alone
+    assert reference.describe("demo") == ("reference: NVIDIA H200 (H200 SXM, PCIe 5.0 ×16 to the host), torch 2.11.0, "
+                                          "recorded 2026-11-21")
+    record["device"]["name"] = "NVIDIA H200 NVL"
+    (tmp_path / "demo.json").write_text(json.dumps(record))
+    assert reference.describe("demo") == "reference: NVIDIA H200 NVL, torch 2.11.0, recorded 2026-11-21"
     assert reference.names() == ["broken", "demo"]
     with pytest.raises(ValueError, match="lacks"):
         reference.load("broken")
