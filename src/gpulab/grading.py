@@ -495,7 +495,7 @@ def _grade_exercise(solution: dict, exercise: str, answer_source: str, timeout: 
     # A kernel that does not start, or a setup that does not run, is the machine's doing, not the answer's
     # (nothing of it has run yet): on a busy machine (many kernels importing a CUDA build of torch at once) it
     # happens. Such an exercise is graded once more in a fresh kernel.
-    for attempt in (1, 2):
+    for _ in range(2):
         results = _grade_once(plan, timeout, folder, threads, slot, sandboxed, limits, zygote)
         if "kernel" not in results:
             break

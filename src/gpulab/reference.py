@@ -362,12 +362,16 @@ def validate(record: Any, name: str) -> dict[str, Any]:
 def gpu_label(record: dict[str, Any], *, link: bool = False) -> str:
     """What a figure calls the GPU of ``record``: its variant where it is a known one ("H100 SXM"), with
     its host link if asked ("H100 SXM, PCIe 5.0 ×16"); otherwise the name its driver gave."""
-    device = record["device"]
-    gpu = known_gpu(device.get("name", ""), memory_bytes=device.get("total_memory_bytes"),
-                    multiprocessors=device.get("multiprocessors"))
+    gpu = _known_gpu_of(record)
     if gpu is None:
-        return device.get("name", "reference GPU")
+        return record["device"].get("name", "reference GPU")
     return f"{gpu.name}, {gpu.link}" if link else gpu.name
+
+
+def _known_gpu_of(record: dict[str, Any]) -> KnownGPU | None:
+    device = record["device"]
+    return known_gpu(device.get("name", ""), memory_bytes=device.get("total_memory_bytes"),
+                     multiprocessors=device.get("multiprocessors"))
 
 
 def describe(name: str) -> str:
@@ -376,7 +380,6 @@ def describe(name: str) -> str:
     if record is None:
         return NOT_RECORDED
     device = record["device"].get("name", "a GPU")
-    gpu = known_gpu(device, memory_bytes=record["device"].get("total_memory_bytes"),
-                    multiprocessors=record["device"].get("multiprocessors"))
+    gpu = _known_gpu_of(record)
     variant = f" ({gpu.name}, {gpu.link} to the host)" if gpu is not None else ""
     return f"reference: {device}{variant}, torch {record['torch']}, recorded {record['recorded']}"
