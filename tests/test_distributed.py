@@ -25,10 +25,29 @@ def scratch(tmp_path, monkeypatch):
     monkeypatch.setattr(distributed, "_SCRATCH", tmp_path / "scratch")
 
 
+# Every script notes its rank's pid beside itself as it starts: a rank forked by torchrun has the launcher's
+# command line, not the script's, so only the note tells it apart.
+NOTE_PID = "import os as _os; open(f'{__file__}.pid-{_os.getpid()}', 'w').close()\n"
+
+
 def write(folder: Path, name: str, source: str) -> Path:
     path = folder / name
-    path.write_text(textwrap.dedent(source))
+    path.write_text(NOTE_PID + textwrap.dedent(source))
     return path
+
+
+def ranks_left(script: Path) -> list[str]:
+    """The ranks of ``script``'s runs (noted by the pid they wrote), and processes naming it, still running."""
+    alive = []
+    for note in script.parent.glob(f"{script.name}.pid-*"):
+        pid = note.name.rsplit("-", 1)[1]
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            alive.append(f"rank pid {pid}")
+    return alive + processes_naming(str(script))
 
 
 def processes_naming(text: str) -> list[str]:
@@ -95,7 +114,7 @@ def test_a_run_gives_back_rank_0s_result_every_ranks_log_and_its_progress(tmp_pa
     printed = capsys.readouterr().out
     assert printed.startswith("$ torchrun --standalone --nproc_per_node=3 ") and "(gloo, 1 thread per process)" in printed
     assert all(f"[rank {rank}] rank {rank} of 3: sum 6" in printed for rank in range(3))
-    assert not processes_naming(str(script)) and not torchruns_left()
+    assert not ranks_left(script) and not torchruns_left()
     assert not list(distributed.scratch_folder().glob("run-*")), "a run's logs and result files are removed after it"
 
 
@@ -116,7 +135,7 @@ def test_a_failing_rank_raises_with_its_traceback_and_stops_the_others(tmp_path)
     message = str(failure.value)
     assert message.startswith("rank 1 failed:\nTraceback") and "ValueError: rank 1 has bad data" in message
     assert "[rank1]" not in message, "torch's rank prefix is taken off the traceback's lines"
-    assert not processes_naming(str(script)) and not torchruns_left()
+    assert not ranks_left(script) and not torchruns_left()
 
     run = distributed.torchrun(script, 2, echo=False, check=False)
     assert not run.ok and "ValueError: rank 1 has bad data" in run.failure()
@@ -145,7 +164,7 @@ def test_a_hang_ends_at_the_timeout_with_a_clear_message_and_nothing_left(tmp_pa
     message = str(timeout.value)
     assert "did not finish within 8 s" in message and "same collective calls" in message
     assert "rank 0, last lines:\nwaiting in all_reduce" in message and "rank 1, last lines:\nsleeping" in message
-    assert not processes_naming(str(script)) and not torchruns_left()
+    assert not ranks_left(script) and not torchruns_left()
 
 
 GROUP_TIMEOUT = """
@@ -175,7 +194,7 @@ def test_the_timeout_ends_a_wait_in_the_default_group_only_and_new_group_takes_i
         distributed.torchrun(script, 2, args=["default"], echo=False, timeout_s=8)
     assert "rank 0, last lines:\nwaiting in all_reduce" in str(waiting.value), (
         "a group made without timeout= has the backend's default (30 minutes for gloo), not init_process_group's 2 s")
-    assert not processes_naming(str(script)) and not torchruns_left()
+    assert not ranks_left(script) and not torchruns_left()
 
 
 def test_an_interrupted_run_stops_every_rank(tmp_path):
@@ -194,7 +213,7 @@ def test_an_interrupted_run_stops_every_rank(tmp_path):
     driver.send_signal(signal.SIGINT)          # what the notebook's interrupt button does to the kernel
     rest, _ = driver.communicate(timeout=60)
     assert "interrupted: the 2 ranks were stopped" in rest and "KeyboardInterrupt" in rest
-    assert not processes_naming(str(script)) and not torchruns_left()
+    assert not ranks_left(script) and not torchruns_left()
 
 
 PARENTS = """
@@ -236,6 +255,71 @@ def test_each_run_is_a_fresh_torchrun_forked_from_one_launcher_that_ends_with_it
     assert not Path(f"/proc/{gone}").exists(), "a launcher ends with the Python that started it"
 
 
+AS_PYTHON_RUNS_IT = """
+    import atexit, os, sys
+    preloaded = "torch" in sys.modules                      # forked from a torchrun that has imported torch
+    import torch, torch.distributed as dist
+    import gpulab.distributed as gd
+    from neighbour import WORD                              # the script's folder is sys.path[0]
+
+    gd.init_process_group()
+    atexit.register(lambda rank=dist.get_rank(): open(f"{__file__}.exited-{rank}", "w").close())
+    if dist.get_rank() == 0:
+        gd.save_result({"argv": sys.argv, "name": __name__, "word": WORD, "threads": torch.get_num_threads(),
+                        "preloaded": preloaded, "rank": os.environ["RANK"], "run": os.environ[gd.MARK_VARIABLE],
+                        "session": os.getsid(0) == os.getpid(), "unbuffered": sys.stdout.write_through})
+    print("last words", flush=True)
+    dist.destroy_process_group()
+    sys.exit(int(sys.argv[2]))
+"""
+
+
+def test_a_rank_is_forked_from_torchrun_and_runs_the_script_as_python_would(tmp_path):
+    script = write(tmp_path, "as_python.py", AS_PYTHON_RUNS_IT)
+    (tmp_path / "neighbour.py").write_text("WORD = 'beside the script'\n")
+    run = distributed.torchrun(script, 2, args=["one", 0], threads=1, echo=False)
+    assert run.result["preloaded"], "the rank did not import torch anew: it was forked from torchrun"
+    assert run.result["argv"] == [str(script), "one", "0"] and run.result["name"] == "__main__"
+    assert run.result["word"] == "beside the script" and run.result["threads"] == 1 and run.result["rank"] == "0"
+    assert run.result["session"] and run.result["unbuffered"] and len(run.result["run"]) == 32
+    assert run.logs == {0: "last words", 1: "last words"}
+    assert sorted(p.name for p in tmp_path.glob("as_python.py.exited-*")) == ["as_python.py.exited-0",
+                                                                            "as_python.py.exited-1"]
+    failed = distributed.torchrun(script, 2, args=["two", 3], echo=False, check=False)
+    assert not failed.ok and failed.returncode != 0 and failed.logs[1] == "last words", (
+        "sys.exit(3) in a rank fails the run, as it would in a Python")
+    # A run whose environment changes what a Python reads as it starts (here PYTHONPATH) starts new Pythons.
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "neighbour.py").write_text("WORD = 'on the new path'\n")
+    (tmp_path / "neighbour.py").unlink()
+    paths = os.pathsep.join(filter(None, [str(extra), os.environ.get("PYTHONPATH")]))
+    fresh = distributed.torchrun(script, 2, args=["new", 0], echo=False, env={"PYTHONPATH": paths}).result
+    assert not fresh["preloaded"] and fresh["word"] == "on the new path" and fresh["argv"][1:] == ["new", "0"]
+    assert not ranks_left(script) and not torchruns_left()
+
+
+DEAF = """
+    import signal, time
+    import gpulab.distributed as gd
+
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)           # torchrun's SIGTERM does not stop it
+    gd.init_process_group()
+    print("deaf", flush=True)
+    time.sleep(300)
+"""
+
+
+def test_a_forked_rank_that_ignores_sigterm_is_stopped_all_the_same(tmp_path):
+    # A forked rank's /proc environment is the launcher's, without the run's mark: the run finds it by the pid
+    # torchrun noted as it forked it (and stops what it started through its session).
+    script = write(tmp_path, "deaf.py", DEAF)
+    with pytest.raises(distributed.DistributedTimeout):
+        distributed.torchrun(script, 2, echo=False, timeout_s=6)
+    assert len(list(tmp_path.glob("deaf.py.pid-*"))) == 2
+    assert not ranks_left(script) and not torchruns_left()
+
+
 def test_where_python_cannot_fork_the_torchrun_command_runs_the_script(tmp_path, monkeypatch):
     monkeypatch.setattr(distributed, "_launcher", lambda: None)
     run = distributed.torchrun(write(tmp_path, "parents.py", PARENTS), 2, echo=False)
@@ -243,7 +327,7 @@ def test_where_python_cannot_fork_the_torchrun_command_runs_the_script(tmp_path,
     failing = write(tmp_path, "fails.py", "import gpulab.distributed as gd\ngd.init_process_group()\n1 / 0\n")
     with pytest.raises(distributed.RankFailed, match="ZeroDivisionError"):
         distributed.torchrun(failing, 2, echo=False)
-    assert not processes_naming(str(failing))
+    assert not ranks_left(failing)
 
 
 def test_a_run_stopped_before_the_launcher_took_it_never_starts(tmp_path, monkeypatch):

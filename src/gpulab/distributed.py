@@ -13,8 +13,10 @@ a file it can import. So a lesson writes its script to a file and starts it with
 - leaves nothing running: on success, failure, timeout or an interrupt, every process it
   started is ended, its workers included (torchrun starts each in a session of its own);
 - starts fast: a small Python that has loaded torchrun's code once forks a fresh torchrun for
-  every run (the ``torchrun`` command's own ``main``, with the same arguments), so a run does
-  not wait the seconds a new Python takes to import torch before it can start the workers.
+  every run (the ``torchrun`` command's own ``main``, with the same arguments), and that torchrun
+  forks each rank where it would start ``python -u SCRIPT ARGS`` (same script, arguments,
+  environment, session and log files), so neither waits the seconds a new Python takes to import
+  torch. Nothing has touched a GPU before those forks, as CUDA requires.
 
 Inside the script, :func:`init_process_group` joins the group with the backend the hardware
 allows (NCCL where every process has a CUDA GPU of its own, gloo on CPU processes otherwise) and
@@ -47,6 +49,7 @@ RESULT_VARIABLE = "GPULAB_RESULT"
 PROGRESS_VARIABLE = "GPULAB_PROGRESS"
 BACKEND_VARIABLE = "GPULAB_BACKEND"
 MARK_VARIABLE = "GPULAB_RUN"        # every process a run starts inherits it: how the leftovers are found
+RANKS_VARIABLE = "GPULAB_RANKS"     # where torchrun notes each rank it forks ("pid start-time" a line)
 
 
 class DistributedError(RuntimeError):
@@ -264,18 +267,140 @@ def _marked_processes(mark: str) -> list[int]:
     return [pid for pid, environ in other_processes("environ") if needle in environ.split(b"\0")]
 
 
+def _forked_ranks(note: Path) -> list[int]:
+    """The ranks torchrun forked (noted in ``note``, RANKS_VARIABLE) that still run: the same pid, started when noted."""
+    alive = []
+    for line in _read(note).splitlines():
+        pid, started = line.split()
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[19] == started and fields[0] != "Z":
+            alive.append(int(pid))
+    return alive
+
+
 # The launcher: a Python that imports torchrun's code once, then forks a torchrun for each run it is
 # sent (the path of a JSON request on its stdin). The fork is the torchrun command, arguments and
-# all, minus the two seconds a new Python spends importing torch. The launcher takes a request by
+# all, minus the two seconds a new Python spends importing torch; and it forks its ranks (Worker)
+# where the command would start a new Python for each. The launcher takes a request by
 # renaming its file, so a run stopped before that is withdrawn by deleting the file. Each torchrun
 # gets a session of its own; the launcher writes its pid to the request's pid file, and the torchrun
 # writes its exit status to the status file as it ends. The launcher ends when the Python that
 # started it closes its stdin (it exits, or is killed).
 _LAUNCHER_CODE = r"""
-import json, os, signal, sys, traceback
+import atexit, io, json, os, runpy, signal, subprocess, sys, time, traceback, warnings
+STARTED_WITH = dict(os.environ)
 signal.signal(signal.SIGINT, signal.SIG_IGN)            # interrupts are the notebook's to handle
+import torch
 import torch.distributed.run as torchrun
+from torch.distributed.elastic.multiprocessing.subprocess_handler import subprocess_handler
 signal.signal(signal.SIGCHLD, signal.SIG_IGN)           # every torchrun forked here is reaped as it ends
+
+
+class Worker:
+    # A rank that torchrun starts as `python -u SCRIPT ARGS`, forked from torchrun itself, which has imported
+    # torch: the same script, arguments, environment, session and log files, without the seconds a new Python
+    # takes to import torch. torchrun watches it as it watches a subprocess.Popen.
+    def __init__(self, args, env, stdout, stderr, start_new_session):
+        self.args, self.returncode = args, None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)     # Python 3.12+: "this process is multi-threaded"
+            self.pid = os.fork()
+        if self.pid == 0:
+            run_worker(args, env, stdout, stderr, start_new_session)
+        # A forked rank's /proc/PID/environ is still the launcher's, without the run's mark: the run finds its
+        # ranks (and, through their sessions, what they fork) by this note instead.
+        if env.get("GPULAB_RANKS"):
+            with open(f"/proc/{self.pid}/stat") as stat, open(env["GPULAB_RANKS"], "a") as note:
+                note.write(f"{self.pid} {stat.read().rsplit(')', 1)[1].split()[19]}\n")
+
+    def poll(self):
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout=None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            time.sleep(0.01)
+        return self.returncode
+
+    def send_signal(self, sig):
+        if self.poll() is None:
+            os.kill(self.pid, sig)
+
+    def terminate(self):
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self):
+        self.send_signal(signal.SIGKILL)
+
+
+def run_worker(args, env, stdout, stderr, start_new_session):
+    code = 1
+    try:
+        if start_new_session:
+            os.setsid()
+        for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGCHLD, signal.SIGUSR1, signal.SIGUSR2):
+            signal.signal(number, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        for fd, file in ((1, stdout), (2, stderr)):
+            if file is not None:
+                os.dup2(file.fileno(), fd)
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", write_through=True)
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace",
+                                      write_through=True)
+        os.environ.clear()
+        os.environ.update(env)
+        if env.get("OMP_NUM_THREADS", "").isdigit():
+            torch.set_num_threads(int(env["OMP_NUM_THREADS"]))
+        atexit._clear()                                     # torchrun's own; the script's run as it exits
+        sys.argv = list(args[2:])
+        sys.path[0] = os.path.dirname(os.path.abspath(args[2]))
+        try:
+            runpy.run_path(args[2], run_name="__main__")
+            code = 0
+        except SystemExit as exit:                      # as Python ends on sys.exit(code)
+            code = exit.code if isinstance(exit.code, int) else int(exit.code is not None)
+            if code and not isinstance(exit.code, int):
+                print(exit.code, file=sys.stderr)
+        except BaseException:
+            traceback.print_exc()
+        atexit._run_exitfuncs()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+        os._exit(code)
+
+
+# What a Python reads as it starts, before any script: where a run's environment changes one of these, its ranks
+# start as new Pythons.
+AT_START = ("GPULAB_SIMULATE", "CUDA_VISIBLE_DEVICES", "PYTHONPATH", "PYTHONHOME", "LD_PRELOAD", "LD_LIBRARY_PATH",
+            "PYTHONSAFEPATH", "PYTHONNOUSERSITE")
+STARTED_WITH = {name: STARTED_WITH.get(name) for name in AT_START}
+
+
+def popen(args, env=None, stdout=None, stderr=None, start_new_session=False, **other):
+    args = [str(a) for a in args]
+    env = dict(os.environ if env is None else env)
+    if (other or len(args) < 3 or args[:2] != [sys.executable, "-u"] or args[2].startswith("-")
+            or any(env.get(name) != value for name, value in STARTED_WITH.items())):
+        return subprocess.Popen(args, env=env, stdout=stdout, stderr=stderr, start_new_session=start_new_session,
+                                **other)
+    return Worker(args, env, stdout, stderr, start_new_session)
+
+
+subprocess_handler.Popen = popen
 
 def write(path, text):
     with open(path + ".partial", "w") as file:
@@ -410,8 +535,9 @@ class _Forked:
         return self.returncode
 
 
-def _stop(process: subprocess.Popen | _Forked, mark: str, grace_s: float = 3.0) -> None:
-    """End the torchrun process and every process it started, gently first (workers may be mid-write)."""
+def _stop(process: subprocess.Popen | _Forked, mark: str, ranks: Path, grace_s: float = 3.0) -> None:
+    """End the torchrun process and every process it started, gently first (workers may be mid-write): those
+    that carry ``mark`` in their environment, and the ranks noted in ``ranks`` with their sessions."""
     if process is None:                                # it failed to start
         return
     if isinstance(process, _Forked) and process.pid is None and process.poll() is None:
@@ -420,13 +546,17 @@ def _stop(process: subprocess.Popen | _Forked, mark: str, grace_s: float = 3.0) 
         while process.pid is None and process.launcher.poll() is None:
             time.sleep(0.01)                           # taken: forked in a moment
 
+    def left():
+        return set(_marked_processes(mark)) | set(_forked_ranks(ranks))
+
     def signal_all(sig):
-        targets = set(_marked_processes(mark))
-        try:
-            if process.pid is not None:
-                os.killpg(process.pid, sig)
-        except OSError:
-            pass
+        targets = left()
+        forked = set(_forked_ranks(ranks))
+        for group in ([process.pid] if process.pid is not None else []) + sorted(forked):
+            try:
+                os.killpg(group, sig)
+            except OSError:
+                pass
         for pid in targets:
             try:
                 os.kill(pid, sig)
@@ -437,7 +567,7 @@ def _stop(process: subprocess.Popen | _Forked, mark: str, grace_s: float = 3.0) 
     if not signal_all(signal.SIGTERM) and process.poll() is not None:
         return
     deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and (process.poll() is None or _marked_processes(mark)):
+    while time.monotonic() < deadline and (process.poll() is None or left()):
         time.sleep(0.05)
     for _ in range(20):                     # a worker may start a process while it is being stopped
         if not signal_all(signal.SIGKILL) and process.poll() is not None:
@@ -512,7 +642,8 @@ def torchrun(script: str | os.PathLike, nproc: int = 2, *, args: tuple | list = 
     command = [sys.executable, "-m", "torch.distributed.run", *arguments]
     run_env = dict(os.environ, **(env or {}))
     run_env.update({MARK_VARIABLE: mark, RESULT_VARIABLE: str(result_path), PROGRESS_VARIABLE: str(progress_path),
-                    BACKEND_VARIABLE: backend, "OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1"})
+                    BACKEND_VARIABLE: backend, RANKS_VARIABLE: str(folder / "ranks"), "OMP_NUM_THREADS": str(threads),
+                    "PYTHONUNBUFFERED": "1"})
     if echo:
         print(f"$ {' '.join(visible)}    ({backend}, {threads} thread{'s' * (threads != 1)} per process)", flush=True)
     tail = _LogTail(folder / "logs", echo)
@@ -547,7 +678,7 @@ def torchrun(script: str | os.PathLike, nproc: int = 2, *, args: tuple | list = 
         interrupted = True
         raise
     finally:
-        _stop(process, mark)
+        _stop(process, mark, folder / "ranks")
         launcher_log.seek(0)
         launcher_text = launcher_log.read()
         launcher_log.close()
