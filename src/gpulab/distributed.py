@@ -123,10 +123,11 @@ def finish() -> None:
 
 
 def startup_s(nproc: int) -> float:
-    """About how long a run takes to start ``nproc`` processes that import torch, and to end them.
+    """About how long a run of ``nproc`` processes takes beyond its work: starting, joining the group, ending.
 
-    A rough model for a panel's time estimate (measured on a 2-core machine: about 2.3 s for 2
-    processes, 4.5 s for 4); the processes import torch side by side, so each one adds about a second.
+    A rough model for a panel's time estimate, fitted to lesson 06's panels on a 2-core machine (their
+    runs of 2 processes take 2 to 3.5 s). Where Python cannot fork (macOS, Windows) each process also
+    imports torch itself, side by side, and a run takes about as long again.
     """
     return 0.6 + 0.9 * nproc
 
