@@ -1,6 +1,6 @@
 # make lab      — set up .venv if needed and start JupyterLab on the lessons
 #                 (GPULAB_SIMULATE=t4 make lab: the same on a simulated T4; 4xh100 for a node of four H100s)
-# make test     — set up .venv if needed and run every test (with the Colab lane where .venv-colab is)
+# make test     — set up .venv and .venv-colab (Colab's stack, where a Python 3.13 is) if needed, and run every test
 # make test-colab — set up .venv-colab (Colab's stack, Python 3.13) and run the Colab lane
 # make test-simulated — only the whole course on a simulated T4 and a node of four H100s (part of make test)
 # make test-versions — every lesson and solution on the oldest torch pyproject.toml admits and on the
@@ -20,7 +20,7 @@ ifeq ($(shell id -u 2>/dev/null),0)
   LAB_FLAGS += --allow-root
 endif
 
-.PHONY: lab colab-venv test test-colab test-simulated test-versions test-gpu clean
+.PHONY: lab colab-venv venvs test test-colab test-simulated test-versions test-gpu clean
 
 # A venv is rebuilt from its stamp's prerequisites: change pyproject.toml or a constraints
 # file and the next make brings it up to date; otherwise it is reused as it is.
@@ -53,12 +53,17 @@ colab-venv:
 lab: $(VENV)/.installed
 	$(VENV)/bin/jupyter lab $(LAB_FLAGS) notebooks
 
-test: $(VENV)/.installed
+# Both environments are built side by side: most of the time is downloading and unpacking wheels.
+venvs:
+	@$(MAKE) --no-print-directory -j2 $(VENV)/.installed colab-venv
+
+test: venvs
 	$(VENV)/bin/python -m pytest
 
-# The Colab lane: in .venv-colab (made here), every lesson and solution on the CPU, the widget and
-# quiz tests, a student's self-check grading; the setup cell as Colab runs it. Where .venv-colab
-# exists, make test runs these too, and the simulated T4 in it.
+# The Colab lane alone: in .venv-colab (made here), every lesson and solution on the CPU, the widget
+# and quiz tests, a student's self-check grading; the setup cell as Colab runs it. make test runs it
+# too, beside the rest (and the simulated T4 in .venv-colab); there the lessons and solutions run
+# under nbval in .venv-colab only.
 test-colab: $(VENV)/.installed colab-venv
 	$(VENV)/bin/python -m pytest tests/test_colab.py
 

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from conftest import ROOT
@@ -22,6 +23,7 @@ class Run:
     def __init__(self, name: str, folder: Path, steps: dict, env: dict):
         self.name, self.folder, self.steps, self.env = name, folder, steps, env
         self.returncodes: dict = {}
+        self.seconds: dict = {}                 # step → its wall time
         self.process = None
         self.stopped = False
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -33,8 +35,10 @@ class Run:
             with (self.folder / f"{step}.log").open("w") as out:
                 if self.stopped:
                     return
+                started = time.monotonic()
                 self.process = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT)
                 self.returncodes[step] = self.process.wait()
+                self.seconds[step] = time.monotonic() - started
 
     def log(self, step: str) -> str:
         path = self.folder / f"{step}.log"

@@ -21,7 +21,7 @@ simulates = pytest.mark.skipif(torch.cuda.is_available(), reason="simulated mach
 REQUIRED = {"GPULAB_REQUIRE_CUDA": "needs a CUDA GPU", "GPULAB_REQUIRE_BROWSER": "needs Chromium",
             "GPULAB_REQUIRE_SANDBOX": "no sandbox", "GPULAB_REQUIRE_COLAB": "needs Colab's stack"}
 
-# Colab's stack (constraints-colab.txt on Python 3.13), which make test-colab installs where a Python 3.13 is.
+# Colab's stack (constraints-colab.txt on Python 3.13), which make test installs where a Python 3.13 is.
 COLAB_VENV = ROOT / ".venv-colab"
 COLAB_PYTHON = COLAB_VENV / "bin" / "python"
 
@@ -79,7 +79,19 @@ def _course_test(item) -> bool:
     return item.nodeid.startswith(("tests/test_simulated_course.py::test_every", "tests/test_colab.py::test_on_colabs_stack"))
 
 
+def _runs_in_the_colab_lane(item) -> bool:
+    """A lesson or solution under nbval, which the Colab lane runs in .venv-colab (tests/test_colab.py)."""
+    return item.nodeid.startswith(("notebooks/", "solutions/")) and item.nodeid.count("::Cell ") == 1
+
+
 def pytest_collection_modifyitems(session, config, items):
+    # Where the Colab lane runs, its nbval of every lesson and solution is the run of them: this Python
+    # does not run them a second time.
+    if colab_installed() and any(item.nodeid.startswith("tests/test_colab.py::test_on_colabs_stack") for item in items):
+        twice = [item for item in items if _runs_in_the_colab_lane(item)]
+        if twice:
+            config.hook.pytest_deselected(items=twice)
+            items[:] = [item for item in items if not _runs_in_the_colab_lane(item)]
     # The simulated course's tests read runs that take most of the session: they come last, so the
     # rest of the suite runs while those runs do.
     items[:] = [item for item in items if not _course_test(item)] + [item for item in items if _course_test(item)]
@@ -92,6 +104,16 @@ def pytest_collection_finish(session):
     for module in ("test_simulated_course", "test_colab"):
         if any(_course_test(item) and item.nodeid.startswith(f"tests/{module}.py") for item in session.items):
             importlib.import_module(module).start_runs()
+
+
+def pytest_terminal_summary(terminalreporter):
+    # What each background run's steps took: where the suite's time goes.
+    for module in ("test_simulated_course", "test_colab"):
+        if module not in sys.modules:
+            continue
+        for run in sys.modules[module]._runs.started.values():
+            steps = ", ".join(f"{step} {seconds:.0f} s" for step, seconds in run.seconds.items())
+            terminalreporter.write_line(f"background run {run.name}: {steps or 'no step finished'}")
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -2,10 +2,11 @@
 
 ``.venv-colab`` is Colab's runtime as its package list gives it (constraints-colab.txt on Python 3.13:
 torch 2.11.0, ipywidgets 7.7.1, ipykernel 6.17.1, IPython 7.34.0, Colab's matplotlib and numpy);
-make test-colab installs it where a Python 3.13 is, and runs this module; so does make test where
-.venv-colab exists. In it, beside the rest of the suite:
+make test (and make test-colab, this module alone) installs it where a Python 3.13 is, and CI requires
+it (GPULAB_REQUIRE_COLAB=1). In it, beside the rest of the suite:
 
-- every lesson and solution notebook under nbval on the CPU, as on a CPU runtime;
+- every lesson and solution notebook under nbval on the CPU, as on a CPU runtime (the suite's own Python
+  then leaves them out: tests/conftest.py);
 - the widget and quiz tests: every panel and quiz is built from ipywidgets 7.7.1's widgets there;
 - a student's self-check: ``gpulab grade NOTEBOOK --no-sandbox`` gives each solution full marks, and the
   exercise notebooks as handed out score zero.
@@ -36,7 +37,7 @@ from background import Run, Runs
 from conftest import COLAB_PYTHON, COLAB_VENV, ROOT, colab_installed
 
 needs_colab = pytest.mark.skipif(not colab_installed(), reason="needs Colab's stack (.venv-colab on Python 3.13): "
-                                 "make test-colab installs it where a Python 3.13 is")
+                                 "make test installs it where a Python 3.13 is")
 FOLDERS = ("notebooks", "solutions", "exercises")
 
 
@@ -102,7 +103,7 @@ def stop_runs() -> None:
 def colab():
     start_runs()
     if not _runs.started:
-        pytest.skip("needs Colab's stack (.venv-colab on Python 3.13): make test-colab installs it where a Python 3.13 is")
+        pytest.skip("needs Colab's stack (.venv-colab on Python 3.13): make test installs it where a Python 3.13 is")
     try:
         yield _runs.wait(timeout=2400)["colab"]
     finally:

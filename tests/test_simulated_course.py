@@ -11,7 +11,7 @@ For each machine, as a reader with that GPU would run it:
   fresh kernel; the solutions handed in renamed, as learning-management systems rename files.
 
 The T4 is Colab's GPU: its share runs on Colab's stack, in .venv-colab (tests/test_colab.py), where make
-test-colab has installed it, else in this Python; the four H100s' in this Python. Both machines run at once, each a background thread that runs those steps one after another in
+test has installed it, else in this Python; the four H100s' in this Python. Both machines run at once, each a background thread that runs those steps one after another in
 processes of their own. They start as soon as the session's tests are collected, and this module's
 tests run last (tests/conftest.py), so the course runs beside the rest of the suite.
 """
