@@ -109,6 +109,11 @@ for name in config["preload"]:
         __import__(name)
     except Exception:
         pass                              # a kernel that needs it then fails as a fresh one would
+# What was imported here lives as long as any kernel: its garbage collections need not walk it (torch and
+# torch._dynamo are some 280,000 objects; a gc.collect() in an answer took a third of a second or more).
+import gc
+gc.collect()
+gc.freeze()
 commands, out = sys.stdin.fileno(), sys.stdout.fileno()
 
 def say(**event):
