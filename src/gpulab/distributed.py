@@ -401,7 +401,11 @@ def popen(args, env=None, stdout=None, stderr=None, start_new_session=False, **o
     return Worker(args, env, stdout, stderr, start_new_session)
 
 
-subprocess_handler.Popen = popen
+def forking_popen(handler, args, env):
+    return popen(args, env=env, stdout=handler._stdout, stderr=handler._stderr, start_new_session=True)
+
+
+subprocess_handler.SubprocessHandler._popen = forking_popen     # how torchrun starts a rank, torch 2.6 to 2.15
 
 def write(path, text):
     with open(path + ".partial", "w") as file:
