@@ -391,10 +391,14 @@ AT_START = ("GPULAB_SIMULATE", "CUDA_VISIBLE_DEVICES", "PYTHONPATH", "PYTHONHOME
 STARTED_WITH = {name: STARTED_WITH.get(name) for name in AT_START}
 
 
+# Forked ranks are tested on torch 2.11, 2.13 and 2.15; on 2.6 a rank's DataLoader hung when forked.
+FORKS = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 11)
+
+
 def popen(args, env=None, stdout=None, stderr=None, start_new_session=False, **other):
     args = [str(a) for a in args]
     env = dict(os.environ if env is None else env)
-    if (other or len(args) < 3 or args[:2] != [sys.executable, "-u"] or args[2].startswith("-")
+    if (not FORKS or other or len(args) < 3 or args[:2] != [sys.executable, "-u"] or args[2].startswith("-")
             or any(env.get(name) != value for name, value in STARTED_WITH.items())):
         return subprocess.Popen(args, env=env, stdout=stdout, stderr=stderr, start_new_session=start_new_session,
                                 **other)
@@ -567,8 +571,10 @@ def _stop(process: subprocess.Popen | _Forked, mark: str, ranks: Path, grace_s: 
                 os.kill(pid, sig)
             except OSError:
                 pass
+        signalled.update(targets)
         return targets
 
+    signalled: set = set()
     if not signal_all(signal.SIGTERM) and process.poll() is not None:
         return
     deadline = time.monotonic() + grace_s
@@ -579,6 +585,19 @@ def _stop(process: subprocess.Popen | _Forked, mark: str, ranks: Path, grace_s: 
             break
         time.sleep(0.05)
     process.wait()
+    # A killed process may take a moment to go (a CUDA build of torch has gigabytes to unmap); while it does,
+    # its /proc environment already reads empty. Gone means gone, or a zombie left for its parent to reap.
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(_running(pid) for pid in signalled):
+        time.sleep(0.02)
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
 
 
 class _LogTail:
