@@ -13,8 +13,8 @@ a file it can import. So a lesson writes its script to a file and starts it with
 - leaves nothing running: on success, failure, timeout or an interrupt, every process it
   started is ended, its workers included (torchrun starts each in a session of its own);
 - starts fast: a small Python that has loaded torchrun's code once forks a fresh torchrun for
-  every run (the ``torchrun`` command's own ``main``, with the same arguments), and that torchrun
-  forks each rank where it would start ``python -u SCRIPT ARGS`` (same script, arguments,
+  every run (the ``torchrun`` command's own ``main``, with the same arguments), and from torch 2.11
+  on that torchrun forks each rank where it would start ``python -u SCRIPT ARGS`` (same script, arguments,
   environment, session and log files), so neither waits the seconds a new Python takes to import
   torch. Nothing has touched a GPU before those forks, as CUDA requires.
 
