@@ -273,14 +273,19 @@ def _forked_ranks(note: Path) -> list[int]:
     alive = []
     for line in _read(note).splitlines():
         pid, started = line.split()
-        try:
-            with open(f"/proc/{pid}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[19] == started and fields[0] != "Z":
+        fields = _stat(int(pid))
+        if fields and fields[19] == started and fields[0] not in ("Z", "X"):
             alive.append(int(pid))
     return alive
+
+
+def _stat(pid: int) -> list[str]:
+    """``/proc/PID/stat``'s fields after the command's name (state first, start time at 19); [] once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return []
 
 
 # The launcher: a Python that imports torchrun's code once, then forks a torchrun for each run it is
@@ -593,11 +598,8 @@ def _stop(process: subprocess.Popen | _Forked, mark: str, ranks: Path, grace_s: 
 
 
 def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
+    fields = _stat(pid)
+    return bool(fields) and fields[0] not in ("Z", "X")
 
 
 class _LogTail:
