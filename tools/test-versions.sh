@@ -18,6 +18,8 @@ export PIP_CONSTRAINT=/dev/null MPLBACKEND=Agg PYTHONDONTWRITEBYTECODE=1 JUPYTER
 
 results=()
 failed=0
+scratch=""
+trap '[ -z "$scratch" ] || rm -rf "$scratch"' EXIT
 for version in "$@"; do
     venv=".venv-torch-$version"
     echo "== torch $version in $venv"
@@ -37,9 +39,14 @@ for version in "$@"; do
     for machine in cpu t4; do
         log="$venv/pytest-$machine.log"
         if [ "$machine" = cpu ]; then simulate=""; else simulate=$machine; fi
-        GPULAB_SIMULATE=$simulate PYDEVD_DISABLE_FILE_VALIDATION=1 \
+        # Each run gets a temporary folder of its own, removed after it: nbval kills its kernels, and a killed
+        # kernel on torch 2.6 leaves behind the folder torch.distributed.nn made when it was imported.
+        scratch=$(mktemp -d) || exit 1
+        GPULAB_SIMULATE=$simulate PYDEVD_DISABLE_FILE_VALIDATION=1 TMPDIR=$scratch \
             "$venv/bin/python" -m pytest -q --no-header -p no:cacheprovider notebooks solutions > "$log" 2>&1
         status=$?
+        rm -rf "$scratch"
+        scratch=""
         summary=$(grep -E '^(=+ )?[0-9]+ (passed|failed)' "$log" | tail -1 | tr -d '=' | sed 's/^ *//; s/ *$//')
         where=$([ "$machine" = cpu ] && echo "on the CPU" || echo "on a simulated ${machine^^}")
         results+=("torch $installed $where: ${summary:-no summary, see $log}")
