@@ -1,0 +1,141 @@
+"""What the course says a GPU does, held to what a real GPU recorded.
+
+Every sentence of a lesson (or of its solutions, a figure's legend, the README) that states what a GPU
+does and that the shipped records can show — a figure, a ratio, which of two numbers is larger, which
+rows a CUDA profile holds, which backend and device an experiment ran on — is a claim in
+``tests/claims/claims_NN_name.py``: ``CLAIMS = [Claim(sentence, check), ...]``. The test finds the
+sentence, quoted, in the file it names (reworded, it must be read again against the record), then runs
+``check(records)``, which asserts what the sentence says of the records.
+
+The records are the H100 SXM run of 2026-11-25: ``src/gpulab/reference_results/NAME.json`` (what
+``gpulab bench`` measured, one per panel) and ``tools/gpu-runner/records/2026-11-25-h100/`` (its logs and
+the probe of what the simulation models). A record stands for what ran: the lesson 06 panels ran gloo
+between host processes, so no claim about NCCL or a GPU's links may be checked against them.
+
+Each claim module also holds ``UNSHOWN = [Unshown(sentence, why), ...]``: sentences about a GPU that no
+shipped record can confirm (a data sheet's figure, a published measurement, what ran only on the host),
+and why; the test requires that they are still in the text, so the list stays true. ``Claim`` and ``Unshown`` are given to each claim module as it loads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import re
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from gpulab import course
+
+from conftest import ROOT
+
+CLAIMS = ROOT / "tests" / "claims"
+RUN = ROOT / "tools" / "gpu-runner" / "records" / "2026-11-25-h100"
+RESULTS = ROOT / "src" / "gpulab" / "reference_results"
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """``sentence``, quoted from ``where`` (a path from the repository root; the lesson itself by default), and
+    ``check(records)``, which asserts that the records show it."""
+
+    sentence: str
+    check: Callable[["Records"], None]
+    where: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Unshown:
+    """A sentence about a GPU, quoted from ``where``, that no shipped record can show, and ``why``."""
+
+    sentence: str
+    why: str
+    where: str | None = None
+
+
+class Records:
+    """The H100 SXM run's records: ``result(name)`` is a panel's result, ``record(name)`` its whole record
+    (device, torch, settings), ``log(file)`` and ``probe`` the run's logs and probe."""
+
+    def record(self, name: str) -> dict:
+        return json.loads((RESULTS / f"{name}.json").read_text())
+
+    def result(self, name: str) -> dict:
+        return self.record(name)["result"]
+
+    def log(self, file: str) -> str:
+        return (RUN / file).read_text()
+
+    @property
+    def probe(self) -> dict:
+        return json.loads((RUN / "probe.json").read_text())
+
+
+def plain(text: str) -> str:
+    """Text as read: no emphasis, code ticks, escapes or line breaks."""
+    return " ".join(re.sub(r"[*`\\]", "", text).split())
+
+
+def text_of(path: Path) -> str:
+    if path.suffix == ".ipynb":
+        return "\n".join(course.cell_source(cell) for cell in course.read_notebook(path)["cells"])
+    return path.read_text()
+
+
+def modules() -> dict[str, object]:
+    found = {}
+    for path in sorted(CLAIMS.glob("claims_*.py")):
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        module.Claim, module.Unshown = Claim, Unshown          # the names a claim module uses, given to it
+        spec.loader.exec_module(module)
+        found[path.stem.removeprefix("claims_")] = module
+    return found
+
+
+MODULES = modules()
+CASES = [pytest.param(lesson, claim, id=f"{lesson}: {claim.sentence[:70]}")
+         for lesson, module in MODULES.items() for claim in module.CLAIMS]
+UNSHOWN = [pytest.param(lesson, unshown, id=f"{lesson}: {unshown.sentence[:70]}")
+           for lesson, module in MODULES.items() for unshown in getattr(module, "UNSHOWN", [])]
+
+
+def where(lesson: str, claim_where: str | None) -> Path:
+    return ROOT / (claim_where or f"notebooks/{lesson}.ipynb")
+
+
+def test_every_lesson_has_its_claims_listed():
+    lessons = {path.stem for path in (ROOT / "notebooks").glob("*.ipynb")}
+    assert lessons <= set(MODULES), f"no tests/claims/claims_NAME.py for {sorted(lessons - set(MODULES))}"
+
+
+@pytest.mark.parametrize("lesson, claim", CASES)
+def test_what_a_lesson_says_a_gpu_did_is_what_the_h100_recorded(lesson, claim):
+    path = where(lesson, claim.where)
+    assert plain(claim.sentence) in plain(text_of(path)), (
+        f"{path.relative_to(ROOT)} no longer says {claim.sentence!r}: read the new words against the record")
+    claim.check(Records())
+
+
+@pytest.mark.parametrize("lesson, unshown", UNSHOWN)
+def test_a_sentence_no_record_can_show_is_still_the_one_listed(lesson, unshown):
+    assert unshown.why.strip(), f"{lesson}: say why no record shows {unshown.sentence!r}"
+    path = where(lesson, unshown.where)
+    assert plain(unshown.sentence) in plain(text_of(path)), f"{path.relative_to(ROOT)} no longer says {unshown.sentence!r}"
+
+
+def test_a_claim_fails_where_the_record_does_not_show_it():
+    def pinned_beats_pageable(records):
+        gbps = records.result("02_bandwidth")["gbps"]
+        assert max(gbps["host→device pinned"]) > max(gbps["host→device pageable"])
+
+    def pageable_beats_pinned(records):
+        gbps = records.result("02_bandwidth")["gbps"]
+        assert max(gbps["host→device pageable"]) > max(gbps["host→device pinned"])
+
+    pinned_beats_pageable(Records())
+    with pytest.raises(AssertionError):
+        pageable_beats_pinned(Records())
