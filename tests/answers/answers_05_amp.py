@@ -253,7 +253,7 @@ WRONG = {
          "compare-sync", False),
         ("the peak never reset", _COMPARE.replace("SCALE_WHEN", "amp and amp_dtype == torch.float16")
          .replace("            torch.cuda.reset_peak_memory_stats(device)\n", "            pass\n"), "compare-peak", False),
-        ("MB of a million bytes", _COMPARE.replace("SCALE_WHEN", "amp and amp_dtype == torch.float16")
+        ("megabytes of a million bytes, not MiB", _COMPARE.replace("SCALE_WHEN", "amp and amp_dtype == torch.float16")
          .replace("/ 2**20 if", "/ 1e6 if"), "compare-peak", False),
         ("what is reserved, not allocated", _COMPARE.replace("SCALE_WHEN", "amp and amp_dtype == torch.float16")
          .replace("max_memory_allocated", "max_memory_reserved"), "compare-peak", False),
