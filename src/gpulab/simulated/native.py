@@ -74,7 +74,8 @@ def _compile(target: pathlib.Path, torch_dir: pathlib.Path) -> None:
     compiler = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
     if compiler is None:
         raise RuntimeError("the simulated GPUs need a C++ compiler (g++ or clang++) to build their device guard, "
-                           "and none is on PATH")
+                           "and none is on PATH: install one (macOS: xcode-select --install; Debian or Ubuntu: "
+                           "apt install g++) or name it in CXX")
     # PyTorch's Linux wheels use the C++11 ABI from 2.7 on (manylinux_2_28); 2.6's do not.
     cxx11_abi = int(_torch_version(torch_dir) >= (2, 7))
     partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
