@@ -239,6 +239,26 @@ def training_memory(model, x):
     out["total"] = sum(out.values())
     return out
 '''),
+        ("gradients and Adam's state counted after one real step on a copy", '''
+import copy
+
+
+def training_memory(model, x):
+    parameters = sum(p.numel() * p.element_size() for p in model.parameters())
+    gradients = state = 0
+    if parameters:
+        twin = copy.deepcopy(model)
+        adam = torch.optim.Adam(twin.parameters())
+        twin(x).float().sum().backward()
+        adam.step()
+        gradients = sum(p.grad.numel() * p.grad.element_size() for p in twin.parameters() if p.grad is not None)
+        state = sum(t.numel() * t.element_size() for s in adam.state.values() for k, t in s.items() if k != "step")
+    with TensorLedger() as ledger:
+        out = model(x)
+        activations = ledger.live_bytes
+    return {"parameters": parameters, "gradients": gradients, "optimizer_state": state, "activations": activations,
+            "total": parameters + gradients + state + activations}
+'''),
     ],
     "largest": [
         ("textbook bisection", _BISECTION),

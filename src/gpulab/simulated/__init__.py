@@ -51,8 +51,11 @@ What is not simulated, so that no run here is ever taken for a GPU's:
   ``torch.version.cuda`` None; ``memory_allocated()`` counts tensors alone, where an H100 with torch
   2.11 also counted the 32 MiB cuBLAS workspace each thread's first matrix product on a stream takes
   and keeps: 33 MiB more after a first forward, 65 MiB after the first backward, whose autograd
-  thread has its own), CUDA graphs (making one raises), ``torch.compile`` for CUDA (no
-  Triton), custom CUDA kernels, IPC of CUDA tensors, GPU UUIDs in ``CUDA_VISIBLE_DEVICES``;
+  thread has its own), the scratch memory other kernels take from the allocator and give back at once
+  (a sum split across thread blocks takes a buffer and semaphores, ATen's ``Reduce.cuh``: 1 MiB and 512
+  bytes at the peak of lesson 04's batch-1024 step on the H100), CUDA graphs (making one raises),
+  ``torch.compile`` for CUDA (no Triton), custom CUDA kernels, IPC of CUDA tensors, GPU UUIDs in
+  ``CUDA_VISIBLE_DEVICES``;
 - host memory: values are real, so a simulated card holds what this machine's RAM holds. A
   ``torch.empty`` of 16 MiB or more is lazily committed host memory (an anonymous mapping with
   MAP_NORESERVE: pages cost nothing until written), so an 80 GiB card reports, caps, holds and
