@@ -20,8 +20,8 @@ from pathlib import Path
 
 from . import plots
 
-__all__ = ["TraceEvent", "calls_by_your_code", "draw_timeline", "operators", "ran_on_cpu", "read_trace", "short_name",
-           "show_trace", "sync_count"]
+__all__ = ["TraceEvent", "calls_by_your_code", "draw_timeline", "is_operator", "operators", "ran_on_cpu", "read_trace",
+           "short_name", "show_trace", "sync_count"]
 
 # The categories of timed events worth a row: what ran on the CPU (operators, record_function
 # labels, the profiler's step marks, and on CUDA the runtime calls: launches, copies,
@@ -127,12 +127,26 @@ def ran_on_cpu(event) -> bool:
     return event.device_type == DeviceType.CPU
 
 
+# Autograd's own rows have a "::" too, and are not operators: the engine running a backward node
+# ("autograd::engine::evaluate_function: AddmmBackward0", whose totals hold the node's operators) and its
+# C++ nodes ("torch::autograd::AccumulateGrad", which adds a gradient into .grad).
+AUTOGRAD_PREFIXES = ("autograd::", "torch::autograd::")
+
+
+def is_operator(name: str) -> bool:
+    """Whether a row's name is an operator's: a ``::`` in it (``aten::addmm``, ``c10d::allreduce_``), and
+    not one of autograd's own rows (``autograd::engine::evaluate_function: …``, ``torch::autograd::…``)."""
+    return "::" in name and not name.startswith(AUTOGRAD_PREFIXES)
+
+
 def operators(averages) -> list:
     """The rows of ``averages`` (what ``key_averages()`` returns) that are operators the CPU ran:
-    ``::`` in the name (``aten::addmm``) and run on the CPU. Labels (``forward``,
-    ``Optimizer.step#SGD.step``, ``ProfilerStep*``) and CUDA runtime calls have no ``::``; kernels
-    often do (``void at::native::…``, ``void cutlass::Kernel2<…>``) but ran on the GPU."""
-    return [row for row in averages if ran_on_cpu(row) and "::" in row.key]
+    run on the CPU, with ``::`` in the name (``aten::addmm``), and not autograd's own rows
+    (``autograd::engine::evaluate_function: …``, ``torch::autograd::AccumulateGrad``), whose totals
+    hold the operators they ran. Labels (``forward``, ``Optimizer.step#SGD.step``, ``ProfilerStep*``),
+    autograd's nodes (``AddmmBackward0``) and CUDA runtime calls have no ``::``; kernels often do
+    (``void at::native::…``, ``void cutlass::Kernel2<…>``) but ran on the GPU."""
+    return [row for row in averages if ran_on_cpu(row) and is_operator(row.key)]
 
 
 def calls_by_your_code(events) -> dict[str, int]:
