@@ -141,12 +141,19 @@ def mismatches(panel, result) -> list[str]:
             found.append(f"{entry.key}: {entry.unit} drawn on an axis in {unit}")
             continue
         expected = entry.value * SCALE[entry.unit][1] / scale
-        if list(line.get_ydata()) != pytest.approx([expected, expected], rel=1e-9):
+        # One size measured: an open marker at that size; a figure for every size: a dashed line across the axis.
+        points = [expected] if entry.nbytes is not None else [expected, expected]
+        if list(line.get_ydata()) != pytest.approx(points, rel=1e-9):
             found.append(f"{entry.key}: drawn at {list(line.get_ydata())} {unit}, published {entry.value} {entry.unit}")
+        if entry.nbytes is not None and list(line.get_xdata()) != [entry.nbytes]:
+            found.append(f"{entry.key}: measured at {entry.nbytes} bytes, drawn at x = {list(line.get_xdata())}")
         label = line.get_label()
         if not (label.startswith("published: ") and entry.gpu in label and entry.short in label and unit in label):
             found.append(f"{entry.key}: label {label!r} does not say published, the GPU, the source and {unit}")
-        if line.get_linestyle() in ("-", "solid") or line.get_marker() not in ("None", "", None):
+        if entry.nbytes is not None:
+            if line.get_linestyle() not in ("None", "none", "") or line.get_markerfacecolor() != "none":
+                found.append(f"{entry.key}: one size, drawn as a line or a filled marker, like a measurement here")
+        elif line.get_linestyle() in ("-", "solid") or line.get_marker() not in ("None", "", None):
             found.append(f"{entry.key}: styled like a measurement of this machine")
     return found
 

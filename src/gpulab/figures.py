@@ -5,8 +5,8 @@ under the panel's name (read when drawing, so a reference recorded later shows a
 no accelerator here and no reference recorded, a figure shows well-known figures instead —
 theoretical link rates, a model, a spec sheet — each labelled as such, never an empty axes.
 On every machine, a panel whose quantity someone measured on a real GPU and published
-(:data:`gpulab.reference.PUBLISHED`) draws those figures too, long-dashed, each labelled
-"published" with its GPU and source.
+(:data:`gpulab.reference.PUBLISHED`) draws those figures too, long-dashed (an open marker at its
+size where one was measured at a single size), each labelled "published" with its GPU and source.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ def _same_experiment(record: dict | None, result: dict, keys: tuple[str, ...]) -
 
 
 # Published measurements are long-dashed, without markers: unlike the reader's curves (solid, with
-# markers), a recorded reference (short dashes, with markers) and figures not measured (dotted).
+# markers), a recorded reference (short dashes, with markers) and figures not measured (dotted). One
+# measured at a single size is an open diamond at that size, with no line.
 PUBLISHED_DASHES = (0, (8, 3))
 PUBLISHED_COLORS = ("#6a3d9a", "#b15928", "#1f78b4", "#e31a1c")
 
@@ -40,12 +41,18 @@ PUBLISHED_COLORS = ("#6a3d9a", "#b15928", "#1f78b4", "#e31a1c")
 def _published(ax, panel: str, unit: str, *, dtype: str | None = None, direction: str | None = None,
                color=None) -> list:
     """A horizontal line on ``ax`` for each published measurement ``panel`` draws (of that dtype or
-    direction), at its value in ``unit`` — the unit of the axis, which the caller names."""
+    direction), at its value in ``unit`` — the unit of the axis, which the caller names. A figure measured
+    at one size (``entry.nbytes``, on an axis of bytes) is an open marker at that size, not a line across all."""
     lines = []
     for index, entry in enumerate(reference.published(panel, dtype=dtype, direction=direction)):
-        lines.append(ax.axhline(entry.value_in(unit), linestyle=PUBLISHED_DASHES, linewidth=1.3, alpha=0.9,
-                                color=color(entry) if color else PUBLISHED_COLORS[index % len(PUBLISHED_COLORS)],
-                                label=entry.label(unit), gid=f"published|{entry.key}"))
+        style = dict(color=color(entry) if color else PUBLISHED_COLORS[index % len(PUBLISHED_COLORS)],
+                     label=entry.label(unit), gid=f"published|{entry.key}")
+        if entry.nbytes is not None:
+            lines += ax.plot([entry.nbytes], [entry.value_in(unit)], linestyle="none", marker="D", markersize=7,
+                             markerfacecolor="none", markeredgewidth=1.5, **style)
+        else:
+            lines.append(ax.axhline(entry.value_in(unit), linestyle=PUBLISHED_DASHES, linewidth=1.3, alpha=0.9,
+                                    **style))
     return lines
 
 

@@ -171,6 +171,8 @@ class Published:
     dtype: str | None = None    # for matrix multiplies: "float32", "tf32", "bfloat16", "float16"
     direction: str | None = None   # for host↔device copies: "host→device" or "device→host"
     memory: str | None = None   # for host↔device copies: "pinned" or "pageable" host memory
+    nbytes: int | None = None   # the one size it was measured at, in bytes, where a figure's x axis is bytes:
+                                # drawn as a marker there, not as a line across every size
 
     def value_in(self, unit: str) -> float:
         """The value in ``unit`` (GFLOP/s for a TFLOP/s figure, say); ValueError for another quantity."""
@@ -293,27 +295,27 @@ PUBLISHED = (
     # Host↔device copies: pageable against pinned on one machine, and pinned on a T4.
     Published("blog-nvs4200m-h2d-pageable", 2.308439, caption="pageable host→device, 16 MB",
               measured="a 16 MB copy from pageable host memory to the device",
-              quote="Pageable transfers / Host to Device bandwidth (GB/s): 2.308439",
+              quote="Pageable transfers / Host to Device bandwidth (GB/s): 2.308439", nbytes=2**24,
               direction="host→device", memory="pageable", **_BLOG),
     Published("blog-nvs4200m-h2d-pinned", 5.774224, caption="pinned host→device, 16 MB",
               measured="a 16 MB copy from pinned host memory to the device",
-              quote="Pinned transfers / Host to Device bandwidth (GB/s): 5.774224",
+              quote="Pinned transfers / Host to Device bandwidth (GB/s): 5.774224", nbytes=2**24,
               direction="host→device", memory="pinned", **_BLOG),
     Published("blog-nvs4200m-d2h-pageable", 2.316220, caption="pageable device→host, 16 MB",
               measured="a 16 MB copy from the device to pageable host memory",
-              quote="Pageable transfers / Device to Host bandwidth (GB/s): 2.316220",
+              quote="Pageable transfers / Device to Host bandwidth (GB/s): 2.316220", nbytes=2**24,
               direction="device→host", memory="pageable", **_BLOG),
     Published("blog-nvs4200m-d2h-pinned", 5.958834, caption="pinned device→host, 16 MB",
               measured="a 16 MB copy from the device to pinned host memory",
-              quote="Pinned transfers / Device to Host bandwidth (GB/s): 5.958834",
+              quote="Pinned transfers / Device to Host bandwidth (GB/s): 5.958834", nbytes=2**24,
               direction="device→host", memory="pinned", **_BLOG),
     Published("bandwidthtest-t4-h2d-pinned", 9.7, caption="pinned host→device, 32 MB",
               measured="CUDA samples bandwidthTest: copies of 32,000,000 bytes from pinned host memory to the device",
-              quote="Host to Device Bandwidth … PINNED Memory Transfers … 32000000  9.7",
+              quote="Host to Device Bandwidth … PINNED Memory Transfers … 32000000  9.7", nbytes=32_000_000,
               direction="host→device", **_BANDWIDTHTEST),
     Published("bandwidthtest-t4-d2h-pinned", 11.1, caption="pinned device→host, 32 MB",
               measured="CUDA samples bandwidthTest: copies of 32,000,000 bytes from the device to pinned host memory",
-              quote="Device to Host Bandwidth … PINNED Memory Transfers … 32000000  11.1",
+              quote="Device to Host Bandwidth … PINNED Memory Transfers … 32000000  11.1", nbytes=32_000_000,
               direction="device→host", **_BANDWIDTHTEST),
 )
 

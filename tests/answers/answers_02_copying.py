@@ -237,6 +237,18 @@ WRONG = {
         ("a list in the order given, not a dict", "PREDICTIONS = " + repr(list(_PREDICTIONS.values())), "a-dict", False),
     ],
     "nested-move": [
+        ("casts every tensor to float32 on the way, int64 labels and bool masks too", '''
+def move_batch(batch, device, non_blocking=False):
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device, torch.float32, non_blocking=non_blocking)
+    if isinstance(batch, dict):
+        return {k: move_batch(v, device, non_blocking) for k, v in batch.items()}
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
+        return type(batch)._make(move_batch(v, device, non_blocking) for v in batch)
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(move_batch(v, device, non_blocking) for v in batch)
+    return batch
+''', "own-dtype", False),
         ("moves floating-point tensors only", '''
 def move_batch(batch, device, non_blocking=False):
     if isinstance(batch, torch.Tensor):

@@ -208,6 +208,39 @@ def model_device(model):
 '''),
     ],
     "train-loop": [
+        ("pins on CUDA with or without workers, non_blocking copies of pinned batches", _TRAIN_HEAD + '''
+    loader = DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=num_workers,
+                        pin_memory=device.type == "cuda")
+    history = []
+    for _ in range(epochs):
+        total = torch.zeros((), device=device)
+        for x, y in loader:
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+            loss = loss_fn(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            total += loss.detach() * len(y)
+        history.append((total / len(dataset)).item())
+    return history
+'''),
+        ("never pins, non_blocking copies from pageable memory on CUDA", _TRAIN_HEAD + '''
+    loader = DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=num_workers)
+    asynchronous = device.type == "cuda"
+    history = []
+    for _ in range(epochs):
+        total = torch.zeros((), device=device)
+        for x, y in loader:
+            x = x.to(device, non_blocking=asynchronous)
+            y = y.to(device, non_blocking=asynchronous)
+            loss = loss_fn(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            total += loss.detach() * len(y)
+        history.append((total / len(dataset)).item())
+    return history
+'''),
         ("a sampler of its own, a sum of losses and a count", '''
 from torch.utils.data import DataLoader, RandomSampler
 
@@ -492,9 +525,8 @@ def model_device(model):
         history.append((total / len(dataset)).item())
     return history
 ''', ("loader", "sgd-lr"), False),
-        ("pins without workers", _TRAIN_HEAD + '''
-    loader = DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=num_workers,
-                        pin_memory=device.type == "cuda")
+        ("pins on every device", _TRAIN_HEAD + '''
+    loader = DataLoader(dataset, batch_size=batch_size, shuffle=True, num_workers=num_workers, pin_memory=True)
     history = []
     for _ in range(epochs):
         total = torch.zeros((), device=device)

@@ -1,0 +1,166 @@
+"""Lesson 02's sentences about what a GPU does, and the H100 SXM records that show them
+(see tests/test_lessons_agree_with_records.py). ``Claim`` and ``Unshown`` are given by the test."""
+
+MiB = 2**20
+
+
+def _bandwidth(records):
+    return records.result("02_bandwidth")
+
+
+def _at(result, name, nbytes):
+    return result["gbps"][name][result["sizes"].index(nbytes)]
+
+
+def _seconds(result, name, nbytes):
+    """How long one copy of ``nbytes`` took, from its GB/s."""
+    return nbytes / (_at(result, name, nbytes) * 1e9)
+
+
+def _pinning_gain(result, nbytes):
+    """A pageable host→device copy's time over pin_memory()'s and the pinned copy's together."""
+    pin = result["pin_seconds"][result["sizes"].index(nbytes)]
+    return _seconds(result, "host→device pageable", nbytes) / (pin + _seconds(result, "host→device pinned", nbytes))
+
+
+def _h100_sxm(records, name):
+    record = records.record(name)
+    assert record["device"]["name"] == "NVIDIA H100 80GB HBM3" and record["device"]["type"] == "cuda", record["device"]
+    assert record["result"]["device"].startswith("cuda"), "the panel ran on the host, not on the GPU"
+
+
+def _pinned_54(records):
+    _h100_sxm(records, "02_bandwidth")
+    assert round(max(_bandwidth(records)["gbps"]["host→device pinned"])) == 54
+
+
+def _pageable_peaks(records):
+    result = _bandwidth(records)
+    assert round(_at(result, "host→device pageable", 16 * MiB), 1) == 14.3
+    assert round(_at(result, "host→device pageable", 64 * MiB), 1) == 9.4
+
+
+def _pinned_beats_pageable(records):
+    gbps = _bandwidth(records)["gbps"]
+    assert round(max(gbps["host→device pinned"])) == 54 and round(max(gbps["host→device pageable"])) == 14
+    assert round(max(gbps["host→device pinned"]) / max(gbps["host→device pageable"]), 1) == 3.8
+    assert round(max(gbps["device→host pinned"]) / max(gbps["device→host pageable"]), 1) == 3.7
+
+
+def _non_blocking_ahead_small(records):
+    result = _bandwidth(records)
+    for direction in ("host→device", "device→host"):
+        smallest = result["sizes"][0]
+        assert _at(result, f"{direction} pinned + non_blocking", smallest) > _at(result, f"{direction} pinned", smallest)
+
+
+def _non_blocking_meets_large(records):
+    result = _bandwidth(records)
+    for direction in ("host→device", "device→host"):
+        for nbytes in (16 * MiB, 64 * MiB):
+            ratio = _at(result, f"{direction} pinned + non_blocking", nbytes) / _at(result, f"{direction} pinned", nbytes)
+            assert 0.85 < ratio < 1.15, (direction, nbytes, ratio)
+
+
+def _pinning_paid(records):
+    result = _bandwidth(records)
+    assert [round(_pinning_gain(result, n), 1) for n in (MiB, 4 * MiB, 16 * MiB)] == [2.0, 4.4, 2.2]
+    pin_16 = result["pin_seconds"][result["sizes"].index(16 * MiB)]
+    assert round((pin_16 + _seconds(result, "host→device pinned", 16 * MiB)) * 1e3, 1) == 0.5
+    assert round(_seconds(result, "host→device pageable", 16 * MiB) * 1e3, 1) == 1.2
+    assert all(_pinning_gain(result, n) < 1 for n in result["sizes"] if n < 64 * 2**10), "lost below 64 KiB"
+    assert 0.95 < _pinning_gain(result, 64 * MiB) < 1.05, "tied at 64 MiB"
+    assert round(result["pin_seconds"][result["sizes"].index(64 * MiB)] * 1e3, 1) == 5.9
+    assert round(_seconds(result, "host→device pinned", 64 * MiB) * 1e3, 1) == 1.2
+
+
+def _pinning_paid_short(records):
+    result = _bandwidth(records)
+    assert all(_pinning_gain(result, n) > 1.5 for n in (MiB, 4 * MiB, 16 * MiB))
+    assert _pinning_gain(result, 64 * MiB) < 1.05
+    assert all(_pinning_gain(result, n) < 1 for n in result["sizes"] if n < 64 * 2**10)
+
+
+def _reference_curves(records):
+    _h100_sxm(records, "02_bandwidth")
+    result = _bandwidth(records)
+    assert any(n.startswith("host→device") for n in result["gbps"]) and any(n.startswith("device→host") for n in result["gbps"])
+    assert "PCIe 5.0 ×16" in records.log("README.md")          # nvidia-smi -q on that machine: generation 5, width 16x
+
+
+def _pinning_cost_recorded(records):
+    result = _bandwidth(records)
+    assert len(result["pin_seconds"]) == len(result["sizes"]) and "host→device pinned" in result["gbps"]
+
+
+def _item_flat_logging_falls(records):
+    _h100_sxm(records, "02_sync")
+    per_step = records.result("02_sync")["seconds_per_step"]
+    item, logged = per_step[".item() every step"], per_step["log on the device, sync once"]
+    assert max(item) / min(item) < 1.1, "the .item() loop costs about the same per step"
+    assert all(b <= a for a, b in zip(logged, logged[1:])), "logging on the device gets cheaper as the loop grows"
+
+
+def _sync_figures(records):
+    per_step = records.result("02_sync")["seconds_per_step"]
+    item, logged = per_step[".item() every step"][-1], per_step["log on the device, sync once"][-1]
+    assert (round(logged * 1e6), round(item * 1e6), round(item / logged, 2)) == (45, 57, 1.27)
+
+
+def _block_of_512(records):
+    # The probe asked the CUDA allocator for 1 byte and for 512: it handed out 512 each time.
+    allocator = records.probe["allocator"]
+    assert allocator["1"][0] == 512 and allocator["512"][0] == 512
+
+
+CLAIMS = [
+    Claim("the course's H100 SXM measured 54 GB/s to the device", _pinned_54),
+    Claim("Beside it the figure draws, dashed, what a real link gave: an H100 SXM's copies over PCIe 5.0 ×16, "
+          "in both directions.", _reference_curves),
+    Claim("The right-hand plot then compares what pin_memory() would cost here — one host memory copy — with that "
+          "H100 SXM's pin_memory() and its copy from pinned memory.", _pinning_cost_recorded),
+    Claim("an H100 SXM's pageable host→device copies reached 14.3 GB/s at 16 MiB and 9.4 at 64 MiB", _pageable_peaks),
+    Claim("on an H100 SXM, 54 against 14 GB/s at best, 3.8× host→device and 3.7× device→host", _pinned_beats_pageable),
+    Claim("At small sizes it can come out ahead in this experiment", _non_blocking_ahead_small),
+    Claim("at large sizes the two curves meet", _non_blocking_meets_large),
+    Claim("On an H100 SXM, pin_memory() and the pinned copy together beat the pageable copy 2.0×, 4.4× and 2.2× at 1, "
+          "4 and 16 MiB (16 MiB: 0.5 ms against 1.2), lost a little below 64 KiB, and tied at 64 MiB, where pinning "
+          "took 5.9 ms and the copy from pinned memory 1.2.", _pinning_paid),
+    Claim("on an H100 SXM it did at 1 to 16 MiB and did not at 64 MiB or below 64 KiB", _pinning_paid_short),
+    Claim("On an H100 SXM it was repaid from 1 to 16 MiB, not at 64 MiB.", _pinning_paid_short),
+    Claim("on CUDA each 0-dimensional tensor takes a block of 512 bytes, half a gigabyte per million steps",
+          _block_of_512),
+    Claim("On a GPU, the .item() loop costs the same per step however many steps run", _item_flat_logging_falls),
+    Claim("Logging on the device gets cheaper per step as the loop grows", _item_flat_logging_falls),
+    Claim("on an H100 SXM, 45 µs a step instead of 57 for this small step, 1.27×", _sync_figures),
+]
+
+UNSHOWN = [
+    Unshown("about 9–13 GB/s on PCIe 3.0 ×16 (16 GB/s on paper), the link of Colab's T4 — one T4's published "
+            "bandwidthTest gave 9.7 GB/s to the device and 11.1 back",
+            "a data sheet's link speed and a published T4 measurement (router-gao/cuda-demo); the course ran no T4"),
+    Unshown("about 25 GB/s on PCIe 4.0 ×16 (32 on paper), an A100's",
+            "a typical figure and the PCIe 4.0 data sheet; the course ran no A100"),
+    Unshown("about 50 GB/s on PCIe 5.0 ×16 (63 on paper), an H100's or H200's",
+            "a typical figure and the PCIe 5.0 data sheet; the H100 SXM's own 54 GB/s is the claim beside it"),
+    Unshown("several hundred on the NVLink-C2C that joins a Grace CPU to its Hopper GPU",
+            "NVIDIA's GH200 data sheet; the course ran no Grace Hopper"),
+    Unshown("an H200 reads its HBM3e at up to 4.8 TB/s, a free T4 its GDDR6 at 320 GB/s",
+            "data-sheet peaks of GPUs the course did not run"),
+    Unshown("pageable and pinned copies of 16 MiB on an NVS 4200M over PCIe 2.0 ×16",
+            "published measurements (NVIDIA's blog post), drawn as such"),
+    Unshown("pinned copies of 32 MB on a T4 (CUDA's bandwidthTest, in router-gao/cuda-demo)",
+            "a published measurement, drawn as such"),
+    Unshown("a copy made without non_blocking is queued with cudaMemcpyAsync and followed by cudaStreamSynchronize",
+            "PyTorch's source (aten/src/ATen/native/cuda/Copy.cu, copy_kernel_cuda → c10::cuda::memcpy_and_sync), "
+            "not a measurement: no record times a copy queued behind kernels"),
+    Unshown("The driver copies the data into pinned staging memory of its own before the call returns",
+            "CUDA's documentation (API synchronization behavior); no record shows it"),
+    Unshown("returns in microseconds and arrives milliseconds later; a blocking one returns when it arrives.",
+            "this cell is not a panel: the H100 run kept no output of it (nbval-lessons.log holds timings only)"),
+    Unshown("whatever the pinned memory held before (zeros here), not the product.", "this cell is not a panel: the H100 run kept no output of it"),
+    Unshown("printing, boolean masking and a blocking copy to the GPU, and stays silent for v.sum(), torch.where",
+            "this cell is not a panel: the H100 run kept no output of it"),
+    Unshown("a non-blocking copy to the device from pageable memory has been reported to read its source after "
+            "Python freed it (pytorch#139550, #189690)", "Apple's MPS, from PyTorch's issue tracker; no MPS record"),
+]

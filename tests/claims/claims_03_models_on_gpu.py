@@ -1,0 +1,136 @@
+"""Lesson 03's sentences about what a GPU does, and the H100 SXM records that show them
+(see tests/test_lessons_agree_with_records.py). ``Claim`` and ``Unshown`` are given by the test."""
+
+MiB = 2**20
+
+
+def _h100_sxm(records, name):
+    record = records.record(name)
+    assert record["device"]["name"] == "NVIDIA H100 80GB HBM3" and record["device"]["type"] == "cuda", record["device"]
+
+
+def _copy_seconds(records, nbytes):
+    """(pageable copy, pin_memory() + pinned copy) host→device, in seconds, from lesson 02's record."""
+    result = records.result("02_bandwidth")
+    index = result["sizes"].index(nbytes)
+    pageable = nbytes / (result["gbps"]["host→device pageable"][index] * 1e9)
+    pinned = result["pin_seconds"][index] + nbytes / (result["gbps"]["host→device pinned"][index] * 1e9)
+    return pageable, pinned
+
+
+def _pinning_paid(records):
+    _h100_sxm(records, "02_bandwidth")
+    gains = [pageable / pinned for pageable, pinned in (_copy_seconds(records, n) for n in (MiB, 4 * MiB, 16 * MiB))]
+    assert round(min(gains), 1) == 2.0 and round(max(gains), 1) == 4.4, gains
+
+
+def _small_copies(records):
+    times = [t * 1e6 for n in (16 * 2**10, 64 * 2**10) for t in _copy_seconds(records, n)]
+    assert round(min(times)) == 12 and round(max(times)) == 22, times
+    for nbytes in (MiB, 4 * MiB):
+        pageable, pinned = _copy_seconds(records, nbytes)
+        assert round(pageable / pinned, 1) >= 2.0, "at 1 and 4 MiB pinning cut the time by half or more"
+
+
+def _a_few_mib_repaid(records):
+    for nbytes in (MiB, 4 * MiB):
+        pageable, pinned = _copy_seconds(records, nbytes)
+        assert pinned < pageable
+
+
+def _throughput(records):
+    _h100_sxm(records, "03_throughput")
+    result = records.result("03_throughput")
+    assert result["width"] == 512 and result["batches"][-1] == 1024
+    rates, batches = result["samples_per_s"]["cuda:0"], result["batches"]
+    assert all(1.75 < b / a < 2.25 for a, b in zip(rates, rates[1:])), "samples/s doubles with the batch"
+    step_ms = [batch / rate * 1e3 for batch, rate in zip(batches, rates)]
+    assert all(1.05 < ms < 1.35 for ms in step_ms) and round(step_ms[-1], 1) == 1.2, step_ms
+
+
+def _gpu_keeps_climbing(records):
+    rates = records.result("03_throughput")["samples_per_s"]["cuda:0"]
+    assert all(b > a for a, b in zip(rates, rates[1:]))
+
+
+def _placement(records):
+    return records.result("03_placement")
+
+
+def _at_batch(records, name, batch):
+    result = _placement(records)
+    return result["ms_per_step"][name][result["batches"].index(batch)]
+
+
+def _three_curves(records):
+    _h100_sxm(records, "03_placement")
+    assert _placement(records)["device"].startswith("cuda")
+    assert set(_placement(records)["ms_per_step"]) == {
+        "kept on the device", "moved every step", "moved every step, pinned + non_blocking"}
+
+
+def _moved_twice(records):
+    moved, kept = _at_batch(records, "moved every step", 256), _at_batch(records, "kept on the device", 256)
+    assert (round(moved, 2), round(kept, 2), round(moved / kept)) == (1.11, 0.55, 2)
+    nbytes = 256 * _placement(records)["sample_bytes"]
+    assert round(nbytes / MiB) == 3
+    bandwidth = records.result("02_bandwidth")
+    gbps = bandwidth["gbps"]["host→device pageable"][bandwidth["sizes"].index(4 * MiB)]
+    assert round(gbps) == 8 and round(nbytes / (gbps * 1e9) * 1e3, 1) == 0.4
+
+
+def _curves_cross(records):
+    result = _placement(records)
+    moved, kept = result["ms_per_step"]["moved every step"], result["ms_per_step"]["kept on the device"]
+    assert any(m < k for m, k in zip(moved, kept)), "at some small batch moving came out faster: noise"
+
+
+def _pinned_071(records):
+    assert round(_at_batch(records, "moved every step, pinned + non_blocking", 256), 2) == 0.71
+
+
+def _pinned_slower_small(records):
+    for batch in (32, 64):
+        assert _at_batch(records, "moved every step, pinned + non_blocking", batch) > _at_batch(records, "moved every step", batch)
+
+
+def _pinning_cost_vs_saving(records):
+    bandwidth = records.result("02_bandwidth")
+    assert round(bandwidth["pin_seconds"][bandwidth["sizes"].index(4 * MiB)] * 1e3, 3) == 0.025
+    saved = _at_batch(records, "moved every step", 256) - _at_batch(records, "moved every step, pinned + non_blocking", 256)
+    assert round(saved, 1) == 0.4
+
+
+CLAIMS = [
+    Claim("on an H100 SXM, pinning and the pinned copy together beat a pageable copy 2.0× to 4.4× from 1 to 16 MiB",
+          _pinning_paid),
+    Claim("the H100 SXM copied 16 and 64 KiB in 12 to 22 µs, pinned or not — while at 1 and 4 MiB pinning cut the "
+          "time by half or more",
+          _small_copies),
+    Claim("Without workers the loop makes that copy itself — which, at a few MiB a batch, the faster copy repaid on the "
+          "H100 SXM (lesson 02).", _a_few_mib_repaid),
+    Claim("A GPU keeps climbing for much longer", _gpu_keeps_climbing),
+    Claim("On an H100 SXM at width 512 that held all the way to batch 1024, at about 1.2 ms a step.", _throughput),
+    Claim("draws beside it, dashed, an H100 SXM's steps measured all three ways", _three_curves),
+    Claim("On an H100 SXM at batch 256 the step took twice as long, 1.11 ms against 0.55 ms with the batch kept on the "
+          "device, though its 3 MiB cross in about 0.4 ms at the 8 GB/s a pageable copy of about that size reached "
+          "there.", _moved_twice),
+    Claim("Steps this short vary from run to run, and at small batches the curves can cross.", _curves_cross),
+    Claim("(0.71 ms on that H100 SXM at batch 256)", _pinned_071),
+    Claim("at batch 32 and 64 it was slower there than the plain copy", _pinned_slower_small),
+    Claim("on that machine pin_memory() of 4 MiB took 0.025 ms (lesson 02's record), against the 0.4 ms a step the "
+          "pinned way saved", _pinning_cost_vs_saving),
+    Claim("beside an H100 SXM's three curves, dashed", _three_curves),
+]
+
+UNSHOWN = [
+    Unshown("on one with fewer GPUs than the index saved, with an error that names the device count; and on a machine "
+            "with that GPU it loads — onto that GPU",
+            "torch/serialization.py (_validate_device), not a measurement: no record loads a checkpoint"),
+    Unshown("a checkpoint saved on a GPU fails to load on a machine without one",
+            "torch's own error message (quoted), not a record: the H100 run loaded no checkpoint elsewhere"),
+    Unshown("a small batch leaves most of its thousands of cores idle",
+            "the 03_throughput record shows throughput, not how many cores a step keeps busy"),
+    Unshown("A dataset of a few hundred MB can live on a large GPU for the whole run",
+            "a statement about memory sizes from data sheets; no record holds a dataset on the GPU"),
+]
