@@ -248,8 +248,10 @@ def series(
     - ``names`` picks which series to draw, ``label`` turns a name into a legend label, and
       ``colors`` maps names to colours (devices have theirs).
     - ``on_reference_cpu``: the series were measured on a CPU (with threads, say), so the
-      reference's are the reference machine's CPU: they are labelled with that CPU, never with
-      its GPU, and drawn over their whole range, not only the reader's.
+      reference's are the reference machine's CPU: they are labelled with that CPU, never as
+      its GPU's, and drawn over their whole range, not only the reader's. Where the reference
+      result names a ``backend`` (processes on that host, as lesson 06's gloo), the label says
+      it and whose host it was: "gloo on the 16-core host of the H100 SXM machine".
 
     Each line's ``gid`` is ``"yours|NAME"`` or ``"reference|NAME"``. Returns the lines drawn.
     """
@@ -280,7 +282,13 @@ def series(
                 continue
             xs, ys = zip(*pairs)
             color = DEVICE_COLORS["reference"] if by_device else (colors or {}).get(name)
-            if on_reference_cpu:
+            if on_reference_cpu and reference["result"].get("backend"):
+                # Processes on the reference machine's host (lesson 06's gloo): the backend and whose host it was.
+                cpu = next((d for d in reference.get("devices", []) if d.get("type") == "cpu"), {})
+                cores = f"{cpu['cores']}-core " if cpu.get("cores") else ""
+                text = (f"{label(name)} · {reference['result']['backend']} on the {cores}host of the "
+                        f"{records.gpu_label(reference)} machine (reference)")
+            elif on_reference_cpu:
                 text = f"{label(name)} · {reference_cpu(reference)} (reference)"
             else:
                 text = f"{gpu} (reference)" if by_device else f"{label(name)} · {gpu} (reference)"

@@ -384,4 +384,10 @@ def describe(name: str) -> str:
     device = record["device"].get("name", "a GPU")
     gpu = _known_gpu_of(record)
     variant = f" ({gpu.name}, {gpu.link} to the host)" if gpu is not None else ""
-    return f"reference: {device}{variant}, torch {record['torch']}, recorded {record['recorded']}"
+    result, host = record["result"], ""
+    if isinstance(result, dict) and result.get("backend") and result.get("device") == "cpu":
+        # Processes on the host (lesson 06's gloo): the record is the host's, not the GPU's.
+        cpu = next((d for d in record.get("devices", []) if d.get("type") == "cpu"), {})
+        cores = f", {cpu['cores']} cores" if cpu.get("cores") else ""
+        host = f"{result['backend']} between processes on the host ({cpu.get('name', 'its CPU')}{cores}) of a machine with "
+    return f"reference: {host}{device}{variant}, torch {record['torch']}, recorded {record['recorded']}"

@@ -200,6 +200,28 @@ def fit_alpha_beta(sizes, seconds):
     solution = t.linalg.lstsq(A, t.tensor(seconds, dtype=t.float64).unsqueeze(1)).solution.squeeze(1)
     return [solution[0], solution[1]]
 '''),
+        # The task allows least squares on relative errors too: the lesson's own fit_alpha_beta, copied.
+        ("the lesson's fit: relative errors (each row over t), α held at 0 where it comes out negative", '''
+import torch
+
+
+def bus_bandwidth(nbytes, seconds, world_size):
+    return nbytes / seconds * 2 * (world_size - 1) / world_size / 1e9
+
+
+def fit_alpha_beta(sizes, seconds):
+    S = torch.tensor(sizes, dtype=torch.float64)
+    t = torch.tensor(seconds, dtype=torch.float64)
+    rows = torch.stack([torch.ones_like(S), S], dim=1) / t[:, None]
+    alpha, beta = torch.linalg.lstsq(rows, torch.ones_like(t)[:, None]).solution.flatten().tolist()
+    if alpha < 0:
+        alpha, beta = 0.0, ((S / t).sum() / (S * S / (t * t)).sum()).item()
+    return alpha, beta
+'''),
+        ("numpy polyfit weighted by 1/t: relative errors", fit('''
+    beta, alpha = np.polyfit(sizes, seconds, 1, w=1 / np.asarray(seconds, dtype=float))
+    return float(alpha), float(beta)
+''')),
     ],
     "checkpoint": [
         ("rank 0 saves, a barrier after it", checkpoint()),
@@ -337,6 +359,11 @@ def fit_alpha_beta(sizes, seconds):
     (s0, t0), (s1, t1) = points[0], points[-1]
     beta = (t1 - t0) / (s1 - s0)
     return t0 - beta * s0, beta
+'''), "least-squares", False),
+        # polyfit's w multiplies each residual before it is squared: 1/t² weighs the squares by 1/t⁴.
+        ("polyfit weighted by 1/t²: neither least squares the task allows", fit('''
+    beta, alpha = np.polyfit(sizes, seconds, 1, w=1 / np.asarray(seconds, dtype=float) ** 2)
+    return float(alpha), float(beta)
 '''), "least-squares", False),
         ("sizes sorted, the times left in their order", fit('''
     beta, alpha = np.polyfit(sorted(sizes), seconds, 1)
