@@ -154,6 +154,14 @@ def _twenty_ms_is_four_on_h100(records):
     assert round(seconds * 1e3) == 4, (n, seconds)
 
 
+def _large_beats_small(records):
+    # the rate of the 512×512 product the n is sized by, against larger products on the same GPU
+    result = _h100_sxm(records)
+    rates = dict(zip(result["sizes"], _gflops(result, "cuda:0")))
+    assert rates[1024] / rates[512] > 3, rates
+    assert _h100_sxm(records, "00_roofline")["ceilings"]["cuda:0"]["float32"] / rates[512] > 3
+
+
 # ---------------------------------------------------------------- the quiz
 
 def _cpu_wins_at_64(records):
@@ -197,6 +205,7 @@ CLAIMS = [
           _cpu_first_then_the_gpu),
     Claim("At n = 64 the CPU multiplies two n×n matrices faster than a large GPU.", _cpu_wins_at_64),
     Claim("a launch costs microseconds regardless, so the GPU waits more than it computes.", _cpu_wins_at_64),
+    Claim("A large GPU multiplies large matrices several # times faster than small ones", _large_beats_small),
 ]
 
 DATA_SHEET = "a data sheet's figure; no shipped record measured it"
@@ -243,4 +252,13 @@ UNSHOWN = [
     Unshown("On a machine with an NVIDIA GPU they record on the real GPU and need no compiler.",
             "gpulab/simulated/records.py builds nothing where torch finds a GPU; the H100 run ran every solution "
             "(records README) but did not record whether its machine had a compiler", where=SOLUTIONS),
+    # added
+    Unshown("HBM on an A100", "the A100's and H200's memory: their data sheets (the H100's HBM3 is the Claim)"),
+    Unshown("with torch.cuda.device(i): for the block only; both change what \"cuda\" means", ONE_GPU),
+    Unshown("CUDA reads the variable when it starts in the process, so set it in the shell",
+            "CUDA's documentation (environment variables); the run set no CUDA_VISIBLE_DEVICES"),
+    Unshown("torch.cuda.is_available() is False on Apple and Intel GPUs", "no Apple or Intel GPU ran"),
+    Unshown("Calls to an accelerator return as soon as the work is queued.",
+            "PyTorch's notes, CUDA semantics, 'Asynchronous execution'; the H100 run kept no output of this cell"),
+    Unshown("is copied to cuda:0, the current device", ONE_GPU),
 ]

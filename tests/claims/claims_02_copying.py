@@ -2,6 +2,10 @@
 (see tests/test_lessons_agree_with_records.py). ``Claim`` and ``Unshown`` are given by the test."""
 
 MiB = 2**20
+SOLUTIONS = "solutions/02_copying.ipynb"
+CUDA_DOCS = "CUDA's documentation (API synchronization behavior); no record shows it"
+SOURCE = ("PyTorch's source (aten/src/ATen/native/cuda/Copy.cu, copy_kernel_cuda → c10::cuda::memcpy_and_sync), not a "
+          "measurement: no record times a copy queued behind kernels")
 
 
 def _bandwidth(records):
@@ -111,6 +115,79 @@ def _block_of_512(records):
     # The probe asked the CUDA allocator for 1 byte and for 512: it handed out 512 each time.
     allocator = records.probe["allocator"]
     assert allocator["1"][0] == 512 and allocator["512"][0] == 512
+    assert round(allocator["1"][0] * 1e6 / 1e9, 1) == 0.5              # a million of them: half a gigabyte
+
+
+# ---------------------------------------------------------------- added
+
+def _curves(result):
+    return result["gbps"]
+
+
+def _rise_with_size(records):
+    _h100_sxm(records, "02_bandwidth")
+    result = _bandwidth(records)
+    best = max(max(values) for values in _curves(result).values())
+    for name, values in _curves(result).items():
+        assert values[0] < 0.05 * max(values), name                        # 4 KiB: all latency
+        below = [g for n, g in zip(result["sizes"], values) if n < MiB]
+        assert max(below) < 0.75 * best, (name, below)                      # near the link only from 1 MiB on
+        assert result["sizes"][values.index(max(values))] >= MiB, name
+
+
+def _pinned_level_pageable_wander(records):
+    gbps = _curves(_bandwidth(records))
+    for name, values in gbps.items():
+        if "pinned" in name:
+            assert min(values[-2:]) > 0.85 * max(values) and max(values[-2:]) / min(values[-2:]) < 1.15, (name, values)
+    pageable = gbps["host→device pageable"]
+    assert any(b < a for a, b in zip(pageable, pageable[1:])), pageable   # not monotone
+
+
+def _latency_microseconds(records):
+    result = _bandwidth(records)
+    smallest = result["sizes"][0]
+    for name, values in _curves(result).items():
+        assert 1e-6 < smallest / (values[0] * 1e9) < 20e-6, name
+
+
+def _about_80_percent(records):
+    from gpulab.devices import HostLink
+    paper = HostLink(generation=5, width=16).gbps
+    assert "PCIe 5.0 ×16" in records.log("README.md")
+    ratio = max(_curves(_bandwidth(records))["host→device pinned"]) / paper
+    assert 0.75 < ratio < 0.9, ratio
+
+
+def _pinned_at_link_rate(records):
+    from gpulab.devices import HostLink
+    gbps = _curves(_bandwidth(records))
+    pinned = max(gbps["host→device pinned"])
+    assert pinned >= max(max(v) for n, v in gbps.items() if n.startswith("host→device")) * 0.99
+    assert pinned > 0.85 * HostLink(generation=5, width=16).gbps and pinned > 3 * max(gbps["host→device pageable"])
+
+
+def _pin_memory_copies(records):
+    assert records.probe["misc"]["pinned"][:2] == [False, True]      # an ordinary tensor, and pin_memory()'s
+    pin = _bandwidth(records)["pin_seconds"]
+    assert pin[-1] > 100 * pin[0]                                    # a copy: it costs by the byte
+
+
+def _pinned_faster(records):
+    gbps = _curves(_bandwidth(records))
+    sizes = _bandwidth(records)["sizes"]
+    for direction in ("host→device", "device→host"):
+        pinned, pageable = gbps[f"{direction} pinned"], gbps[f"{direction} pageable"]
+        assert max(pinned) > 3 * max(pageable), direction
+        assert all(a > b for n, a, b in zip(sizes, pinned, pageable) if n >= 64 * 2**10), direction
+
+
+def _non_blocking_same_link(records):
+    _non_blocking_meets_large(records)
+    gbps = _curves(_bandwidth(records))
+    for direction in ("host→device", "device→host"):
+        ratio = max(gbps[f"{direction} pinned + non_blocking"]) / max(gbps[f"{direction} pinned"])
+        assert 0.95 < ratio < 1.05, (direction, ratio)
 
 
 CLAIMS = [
@@ -133,6 +210,18 @@ CLAIMS = [
     Claim("On a GPU, the .item() loop costs the same per step however many steps run", _item_flat_logging_falls),
     Claim("Logging on the device gets cheaper per step as the loop grows", _item_flat_logging_falls),
     Claim("on an H100 SXM, 45 µs a step instead of 57 for this small step, 1.27×", _sync_figures),
+    Claim("Every curve rises with size: small copies are all latency (section 3), and only copies of a few MiB and "
+          "more come near the link's bandwidth.", _rise_with_size),
+    Claim("Pinned copies then level off; pageable ones may wander", _pinned_level_pageable_wander),
+    Claim("They show the shape every real transfer curve has: low while latency dominates, then bending up towards "
+          "the link's rate.", _rise_with_size),
+    Claim("is some microseconds however small the copy", _latency_microseconds),
+    Claim("about 80% of it is achieved", _about_80_percent),
+    Claim("returns a pinned copy of t — a copy, which costs", _pin_memory_copies),
+    Claim("since the copy from pinned memory then runs at the link's full rate", _pinned_at_link_rate),
+    Claim("Pinned host memory lets the copy engine read directly: faster transfers.", _pinned_faster),
+    Claim("non_blocking=True frees the host, it does not speed the link up.", _non_blocking_same_link),
+    Claim("Same bandwidth; the gain is overlap", _non_blocking_same_link),
 ]
 
 UNSHOWN = [
@@ -163,4 +252,47 @@ UNSHOWN = [
             "this cell is not a panel: the H100 run kept no output of it"),
     Unshown("a non-blocking copy to the device from pageable memory has been reported to read its source after "
             "Python freed it (pytorch#139550, #189690)", "Apple's MPS, from PyTorch's issue tracker; no MPS record"),
+    # added
+    Unshown("(A T4's PCIe 3.0 link gives half the bandwidth, so it reaches half its own peak at half the size.)",
+            "no T4 ran: the PCIe specification's rates"),
+    Unshown("one copy of 1000 numbers costs about as much as one copy of a single number",
+            "no record times a one-number copy: the smallest is 4 KiB, 1,024 numbers"),
+    Unshown("the CUDA driver first copies the data, a chunk at a time, into a pinned staging buffer of its own",
+            CUDA_DOCS + " (the record shows only that pageable copies are slower: a Claim)"),
+    Unshown("on Apple's MPS it turns pin_memory off", "torch/utils/data/dataloader.py; no MPS record"),
+    Unshown("it also asks the operating system to lock fresh pages, which is slower still",
+            "the record times pin_memory() after a warm-up, from PyTorch's cached blocks; no first call is recorded"),
+    Unshown("keeps freed pinned blocks (rounded up to a power of two, with no limit by default)",
+            "PyTorch's source (CachingHostAllocator); the probe recorded the device allocator only"),
+    Unshown("How big the gap is depends on the machine: it is the driver's copy through its staging buffer, and hosts "
+            "with fast memory hide more of it.", "one host ran: no record compares machines"),
+    Unshown("pinned or pageable, a blocking .to() waits for every kernel queued before it", SOURCE),
+    Unshown("PyTorch allocates the result in pinned memory and returns before the data is there",
+            "PyTorch's source (_to_copy); the probe recorded is_pinned() of a pinned tensor and of its copy on the GPU, "
+            "not of a device→host result, and the H100 run kept no output of this lesson's cells"),
+    Unshown("Apple's MPS implements these copies its own way: it does not pin a device→host result",
+            "PyTorch's source (_to_copy); no MPS record"),
+    Unshown("so the copy behind it has not run yet when the host reads",
+            "this cell is not a panel: the H100 run kept no output of it"),
+    Unshown("for a block this size that can take longer than the multiply",
+            "no record times a first pin of fresh pages (the recorded pin_memory() is warm)"),
+    Unshown("PyTorch synchronises the stream after it, so the host waits for it and for everything queued before it",
+            SOURCE),
+    Unshown("the driver stages the data through pinned memory and may wait for the stream first", CUDA_DOCS),
+    Unshown("each step pays a launch, the kernels, a wait for the queue to drain and a copy back",
+            "the 02_sync record holds each loop's time per step, not its parts"),
+    Unshown("the GPU then trains on the wrong batch, and nothing says so",
+            "no record runs the race: it follows from the stream ordering of section 6"),
+    Unshown("and so does a blocking copy to the device, pinned or not; a non-blocking one from pageable memory may",
+            SOURCE),
+    Unshown("The OS may move pageable pages, so the driver stages them through its own pinned buffer: an extra copy.",
+            CUDA_DOCS),
+    Unshown("PyTorch follows a blocking copy with a stream synchronisation", SOURCE),
+    Unshown("torch.where's result has a fixed shape, so it can be queued; printing and boolean masks need the values.",
+            "set_sync_debug_mode's verdicts: the H100 run kept no output of that cell"),
+    Unshown("with a .item() every step — on a GPU, a wait every step",
+            "PyTorch's CUDA semantics; 02_sync records the time per step, not the waits", where=SOLUTIONS),
+    Unshown("MPS on torch 2.7–2.12: a tensor on the GPU, not pinned", "no MPS record: PyTorch's issue tracker"),
+    Unshown("MPS on torch 2.7–2.12 hands back an mps tensor, not pinned host memory",
+            "no MPS record: PyTorch's issue tracker"),
 ]

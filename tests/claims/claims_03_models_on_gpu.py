@@ -25,11 +25,11 @@ def _pinning_paid(records):
 
 
 def _small_copies(records):
+    # pinned: pin_memory() and the copy from pinned memory together, as the loader's pinning costs
     times = [t * 1e6 for n in (16 * 2**10, 64 * 2**10) for t in _copy_seconds(records, n)]
     assert round(min(times)) == 12 and round(max(times)) == 22, times
-    for nbytes in (MiB, 4 * MiB):
-        pageable, pinned = _copy_seconds(records, nbytes)
-        assert round(pageable / pinned, 1) >= 2.0, "at 1 and 4 MiB pinning cut the time by half or more"
+    gains = [round(pageable / pinned, 1) for pageable, pinned in (_copy_seconds(records, n) for n in (MiB, 4 * MiB))]
+    assert gains == [2.0, 4.4], gains
 
 
 def _a_few_mib_repaid(records):
@@ -49,8 +49,27 @@ def _throughput(records):
 
 
 def _gpu_keeps_climbing(records):
-    rates = records.result("03_throughput")["samples_per_s"]["cuda:0"]
+    result = records.result("03_throughput")
+    rates, cpu, batches = result["samples_per_s"]["cuda:0"], result["samples_per_s"]["cpu"], result["batches"]
     assert all(b > a for a, b in zip(rates, rates[1:]))
+    # longer than the CPU: the CPU's best came before the last batch, and over the last two doublings
+    # the GPU's rate grew 4× where the CPU's grew little
+    assert batches[cpu.index(max(cpu))] < batches[-1]
+    assert rates[-1] / rates[-3] > 3.5 and cpu[-1] / cpu[-3] < 1.5, (rates[-3:], cpu[-3:])
+
+
+def _rises_on_every_device(records):
+    result = records.result("03_throughput")
+    gpu, cpu, batches = result["samples_per_s"]["cuda:0"], result["samples_per_s"]["cpu"], result["batches"]
+    assert all(b > a for a, b in zip(gpu, gpu[1:])), gpu
+    # the CPU's rises too, with dips: its best is many times its first, at a batch many times larger
+    assert max(cpu) > 10 * cpu[0] and batches[cpu.index(max(cpu))] >= 32 * batches[0], cpu
+
+
+def _almost_free_per_sample(records):
+    result = records.result("03_throughput")
+    step_ms = [b / r * 1e3 for b, r in zip(result["batches"], result["samples_per_s"]["cuda:0"])]
+    assert max(step_ms) / min(step_ms) < 1.15, step_ms                 # 128× the batch, the same step time
 
 
 def _placement(records):
@@ -94,6 +113,37 @@ def _pinned_slower_small(records):
         assert _at_batch(records, "moved every step, pinned + non_blocking", batch) > _at_batch(records, "moved every step", batch)
 
 
+def _moving_costs_more_than_the_bytes(records):
+    _h100_sxm(records, "03_placement")
+    bandwidth = records.result("02_bandwidth")
+    for batch in (128, 256):
+        nbytes = batch * _placement(records)["sample_bytes"]
+        size = min(n for n in bandwidth["sizes"] if n >= nbytes)       # the pageable copy of about that size
+        copy_ms = nbytes / (bandwidth["gbps"]["host→device pageable"][bandwidth["sizes"].index(size)] * 1e9) * 1e3
+        extra_ms = _at_batch(records, "moved every step", batch) - _at_batch(records, "kept on the device", batch)
+        assert extra_ms > copy_ms, (batch, extra_ms, copy_ms)
+
+
+def _pinned_narrows(records):
+    kept, pinned, moved = (_at_batch(records, name, 256) for name in
+                           ("kept on the device", "moved every step, pinned + non_blocking", "moved every step"))
+    assert kept < pinned < moved, (kept, pinned, moved)
+
+
+def _kept_fastest(records):
+    result = _placement(records)
+    for batch in (128, 256):        # where the steps are longest; at 64 the curves crossed (a Claim too)
+        times = {name: values[result["batches"].index(batch)] for name, values in result["ms_per_step"].items()}
+        assert min(times, key=times.get) == "kept on the device", (batch, times)
+
+
+def _pinned_at_link_rate(records):
+    from gpulab.devices import HostLink
+    gbps = records.result("02_bandwidth")["gbps"]
+    pinned = max(gbps["host→device pinned"])
+    assert pinned > 0.85 * HostLink(generation=5, width=16).gbps and pinned > 3 * max(gbps["host→device pageable"])
+
+
 def _pinning_cost_vs_saving(records):
     bandwidth = records.result("02_bandwidth")
     assert round(bandwidth["pin_seconds"][bandwidth["sizes"].index(4 * MiB)] * 1e3, 3) == 0.025
@@ -104,9 +154,8 @@ def _pinning_cost_vs_saving(records):
 CLAIMS = [
     Claim("on an H100 SXM, pinning and the pinned copy together beat a pageable copy 2.0× to 4.4× from 1 to 16 MiB",
           _pinning_paid),
-    Claim("the H100 SXM copied 16 and 64 KiB in 12 to 22 µs, pinned or not — while at 1 and 4 MiB pinning cut the "
-          "time by half or more",
-          _small_copies),
+    Claim("the H100 SXM copied 16 and 64 KiB in 12 to 22 µs, pinned or not — while at 1 and 4 MiB pinning and the "
+          "pinned copy together were 2.0× and 4.4× faster", _small_copies),
     Claim("Without workers the loop makes that copy itself — which, at a few MiB a batch, the faster copy repaid on the "
           "H100 SXM (lesson 02).", _a_few_mib_repaid),
     Claim("A GPU keeps climbing for much longer", _gpu_keeps_climbing),
@@ -121,6 +170,13 @@ CLAIMS = [
     Claim("on that machine pin_memory() of 4 MiB took 0.025 ms (lesson 02's record), against the 0.4 ms a step the "
           "pinned way saved", _pinning_cost_vs_saving),
     Claim("beside an H100 SXM's three curves, dashed", _three_curves),
+    Claim("Throughput rises with the batch size on every device", _rises_on_every_device),
+    Claim("Until the device is saturated, a bigger batch is almost free per sample.", _almost_free_per_sample),
+    Claim("On a GPU the step that moves its batch is slower, and by more than the bytes over the link",
+          _moving_costs_more_than_the_bytes),
+    Claim("Pinned memory with non_blocking=True can narrow the gap", _pinned_narrows),
+    Claim("Keeping data on the device is the fastest", _kept_fastest),
+    Claim("so that the copy to the GPU runs at the link's full rate", _pinned_at_link_rate),
 ]
 
 UNSHOWN = [
@@ -133,4 +189,20 @@ UNSHOWN = [
             "the 03_throughput record shows throughput, not how many cores a step keeps busy"),
     Unshown("A dataset of a few hundred MB can live on a large GPU for the whole run",
             "a statement about memory sizes from data sheets; no record holds a dataset on the GPU"),
+    # added
+    Unshown("has not been true of CPU↔GPU moves for years",
+            "torch/nn/modules/module.py, Module._apply; the H100 ran this cell (nbval-lessons.log) but kept no output"),
+    Unshown("Optimizer.load_state_dict casts each state tensor to its parameter's device and dtype",
+            "torch/optim/optimizer.py (_process_value_according_to_param_policy); no record holds optimizer state"),
+    Unshown("and on Apple's MPS it turns pin_memory off", "torch/utils/data/dataloader.py; no MPS record"),
+    Unshown("What pinning does not do on its own is overlap the copy with the GPU's computation.",
+            "CUDA's stream ordering; no record runs a second stream"),
+    Unshown("the caching allocator records which stream made each block, and frees it for reuse as soon as Python "
+            "lets go of the tensor", "PyTorch's documentation (Tensor.record_stream); no record runs a second stream"),
+    Unshown("Make the layers wider and the GPU's advantage grows: more arithmetic per launch.",
+            "the 03_throughput record ran one width, 512"),
+    Unshown("a GPU runs the same step faster while the copy stays as long as the link makes it",
+            "03_placement ran on the GPU only: no record times this step on a CPU"),
+    Unshown("and on MPS the loader turns it off", "torch/utils/data/dataloader.py; no MPS record",
+            where="solutions/03_models_on_gpu.ipynb"),
 ]

@@ -214,6 +214,37 @@ def _freed_blocks_stay_reserved(records):
     assert records.probe["allocator"]["after del, before empty_cache"] == [0, True]
 
 
+# ------------------------------------------------------------------ third review: more of section 1, 11 and the quiz
+
+def _rounds_to_512(records):
+    """The probe's one-tensor rows: each block is the request rounded up to the next multiple of 512 bytes."""
+    rows = {int(size): block for size, (block, _segment) in records.probe["allocator"].items() if size.isdigit()}
+    assert rows and all(block == -(-size // 512) * 512 for size, block in rows.items()), rows
+    assert records.probe["allocator"]["1000 x 4000 B"][0] == 1000 * 4096        # 4000 bytes take a 4096-byte block
+
+
+def _allocator_rounding_and_workspaces(records):
+    _rounds_to_512(records)
+    _two_workspaces_65_mib(records)
+
+
+def _tensor_rises_and_falls(records):
+    allocator = records.probe["allocator"]
+    assert allocator["1000 x 4000 B"][0] > 0                             # allocated rises with the tensors
+    _del_then_empty_cache(records)                                       # falls at del; reserved stays until empty_cache
+
+
+def _item_waits_every_step(records):
+    """07_slow_loop as written: per step, three copies without non_blocking (each a wait) and one more wait, the
+    .item() (the fourth), beside the profiler's own as it stops."""
+    record = records.record("07_slow_loop")
+    _on_the_h100(records, "07_slow_loop")
+    result = record["result"]
+    steps = result["profiled_samples"] // 8
+    syncs, copies = result["counts"]["syncs"][0], result["counts"][".to calls"][0]
+    assert copies == 3 * steps and syncs - copies - 1 == steps, (syncs, copies, steps)
+
+
 CLAIMS = [
     Claim("Its caching allocator takes memory from the driver in large segments and carves tensors out of them.",
           _segments_larger_than_blocks),
@@ -261,6 +292,24 @@ CLAIMS = [
     Claim("allocated counts tensors (and cuBLAS's workspaces)", _two_workspaces_65_mib),
     Claim("on a simulated GPU whose cache keeps freed blocks reserved, as CUDA's does", _freed_blocks_stay_reserved,
           where=SOLUTIONS),
+    # third review
+    Claim("When a tensor is freed, its block goes back to PyTorch's cache, not to the driver",
+          _freed_blocks_stay_reserved),
+    Claim("bytes of live tensors, and cuBLAS's workspaces (below)", _two_workspaces_65_mib),
+    Claim("hands the unused cached segments back to the driver: reserved drops towards allocated",
+          _del_then_empty_cache),
+    Claim("on one, allocated rises and falls with the tensor", _tensor_rises_and_falls),     # the code's print,
+    Claim("while reserved stays until empty_cache()", _del_then_empty_cache),                 # in two string literals
+    Claim("without the allocator's rounding or the scratch memory kernels take (cuBLAS's workspaces, for one)",
+          _allocator_rounding_and_workspaces),
+    Claim("It rounds every block up to a multiple of 512 bytes.", _rounds_to_512),
+    Claim("it synchronises with the GPU every call (lesson 02)", _item_waits_every_step),
+    Claim("empty_cache() returns unused cache", _del_then_empty_cache),
+    Claim("PyTorch's caching allocator keeps the freed block for reuse", _freed_blocks_stay_reserved),
+    Claim("Adam's two states per parameter appear at the end of step 1.", _adam_state_after_step_1),
+    Claim("which keeps freed blocks for reuse, so that reserved stays up when allocated falls",
+          _freed_blocks_stay_reserved, where=SOLUTIONS),
+    Claim("an allocation past the card's size raises torch.OutOfMemoryError", _out_of_memory_error, where=SOLUTIONS),
 ]
 
 UNSHOWN = [
@@ -299,4 +348,26 @@ UNSHOWN = [
             "dominated by its weights and shows the whole step's peak, not the activations"),
     Unshown("The CUDA allocator can record every allocation and free with the Python stack that made it",
             "the H100 run executed the snapshot cell (nbval-lessons.log) but kept no snapshot"),
+    # third review
+    Unshown("It frees no tensor — a tensor you still reference keeps its memory",
+            "the probe calls empty_cache() with no tensor alive (its 65 MiB that stay are cuBLAS's workspaces, claimed "
+            "above); CUDACachingAllocator.cpp's emptyCache releases only unallocated segments"),
+    Unshown("in a training loop it only costs time", "no record times empty_cache()"),
+    Unshown("A long run with tensors of changing sizes (variable sequence lengths, say) can leave reserved memory cut "
+            "into pieces too small for the next large tensor",
+            "no record fragments the cache: the probe's out-of-memory error asked for twice the card (its wording is "
+            "claimed in section 5), not for a block that the free pieces could not hold"),
+    Unshown("This small model's step is mostly fixed costs per operation, and checkpointing adds operations of its own",
+            "04_checkpoint times whole steps at one batch; no record profiles them"),
+    Unshown("With SGD there is none; with momentum, one copy.",
+            "04_timeline ran at its default settings, Adam only"),
+    Unshown("what other libraries in the process took from the driver (NCCL's buffers)",
+            "the H100 run had one GPU and its lesson 06 panels ran gloo between host processes: no NCCL "
+            "communicator was made, so no record holds its buffers"),
+    Unshown("Set expandable_segments:True before CUDA starts to avoid fragmentation.",
+            "the H100 run used the default settings; no record has expandable segments on"),
+    Unshown("Mixed precision shrinks the activations, not the 16 bytes, and adds a 16-bit copy of each weight.",
+            "bytes per element and autocast's casts; the 05_step record holds a whole step's peak, not what it is made of"),
+    Unshown("reserved is unchanged",
+            "the probe records reserved after del only as more than 0 ([0, true]), not its value before and after"),
 ]

@@ -174,6 +174,58 @@ def _scaler_trace(records):
             assert run == growth, (k, run, scale)
 
 
+# ---- third review -------------------------------------------------------------------------------------------------
+
+def _reductions_and_losses_float32(records):
+    for dtype, ops in _under_autocast(records).items():
+        assert ops["sum"] == ops["mse_loss"] == "torch.float32", (dtype, ops)
+
+
+def _tf32_off_for_matmuls_on_for_convolutions(records):
+    misc = records.probe["misc"]
+    assert misc["float32_matmul_precision"] == "highest" and misc["matmul allow_tf32"] is False, misc
+    assert misc["cudnn.allow_tf32"] is True, misc
+
+
+def _highest_keeps_float32(records):
+    """The default, and what it did: the H100 trace of lesson 07 (float32, default settings) ran its matmuls on the
+    FP32 units (ffma / simt kernels), none on the tensor cores."""
+    _tf32_off_for_matmuls_on_for_convolutions(records)
+    trace = records.result("07_profile")["trace"]
+    gemms = {e["name"] for e in trace if e["category"] == "kernel" and ("gemm" in e["name"] or "Kernel2" in e["name"])}
+    assert gemms and all("ffma" in name or "simt" in name for name in gemms), gemms
+
+
+def _conv_tf32_default(records):
+    assert records.probe["misc"]["cudnn.allow_tf32"] is True
+
+
+def _sixteen_bit_matmuls_faster(records):
+    result = records.result("05_matmul")
+    assert records.record("05_matmul")["device"]["name"] == H100_SXM
+    tflops = result["tflops"]
+    for k, _n in enumerate(result["sizes"]):
+        assert min(tflops["bfloat16"][k], tflops["float16"][k]) > tflops["float32"][k], (result["sizes"][k], tflops)
+
+
+def _overflow_from_2_30(records):
+    """At 2¹⁶ nothing overflowed; the unscaled histogram's largest gradients (their bin's lower edge) times 2³⁰
+    pass float16's 65504."""
+    result = records.result("05_underflow")
+    assert result["scale"] == 2.0**16 and result["overflowed"] == 0.0
+    centres, counts = result["bin_centres"], result["counts"]["fp16 gradients, unscaled"]
+    top = max(k for k, n in enumerate(counts) if n)
+    ratio = centres[1] / centres[0]
+    lower_edge = centres[top] / ratio**0.5
+    assert lower_edge * 2.0**30 > 65504, (lower_edge, centres[top])
+    assert centres[top] * ratio**0.5 * 2.0**16 < 65504                        # and at 2¹⁶ none could
+
+
+def _tf32_only_where_allowed(records):
+    _highest_keeps_float32(records)
+    _tf32_several_times(records)                          # switched on (05_matmul's own run), TF32 ran
+
+
 CLAIMS = [
     Claim("where one was measured with the same settings, show an H100 SXM's results beside yours.",
           _h100_records_beside),
@@ -209,6 +261,17 @@ CLAIMS = [
           "skips its step", _scaler_trace),
     Claim("keeps losses (and on CUDA softmax, norms, …) in float32", _summary_lists),
     Claim("linear is on autocast's low-precision list: its inputs are cast to float16.", _linear_float16),
+    # third review
+    Claim("reductions and losses run in float32", _reductions_and_losses_float32),
+    Claim("PyTorch leaves it off for matmuls by default (since 1.12; it is on for cuDNN convolutions).",
+          _tf32_off_for_matmuls_on_for_convolutions),
+    Claim('torch.set_float32_matmul_precision("high") # "highest", the default, keeps float32', _highest_keeps_float32),
+    Claim('torch.backends.cudnn.conv.fp32_precision = "tf32" # already the default for convolutions',
+          _conv_tf32_default),
+    Claim("Time: the 16-bit matmuls are faster (section 6)", _sixteen_bit_matmuls_faster),
+    Claim("Push the scale to 2³⁰ and beyond: the largest gradients pass 65504 and overflow", _overflow_from_2_30),
+    Claim("TF32 is off for float32 matmuls by default", _tf32_off_for_matmuls_on_for_convolutions),
+    Claim("a CUDA GPU of compute capability 8.0 or more: (torch.bfloat16, False)", _native_bfloat16, where=SOLUTIONS),
 ]
 
 UNSHOWN = [
@@ -258,4 +321,25 @@ UNSHOWN = [
     Unshown("an older CUDA GPU (a T4 is 7.5, a V100 7.0): `(torch.float16, True)` — even though "
             "`torch.cuda.is_bf16_supported()` says True there", "no T4 or V100 was recorded; the check pretends them",
             where=SOLUTIONS),
+    # third review
+    Unshown("Where the column says no, PyTorch may still accept bfloat16 tensors — by emulating them, slower than "
+            "float32.", "no recorded device lacks native bfloat16: the H100 and its Xeon host (AVX-512) both say bf16"),
+    Unshown("TF32 costs about three orders of magnitude of accuracy against float32",
+            "the lesson's cell emulates TF32 on the CPU; no record measures a TF32 matmul's error on a GPU"),
+    Unshown("| Apple MPS | float16 (autocast's default there) | yes, from torch 2.8 |",
+            "no Apple GPU ran the course's records"),
+    Unshown("the peak drops, by less than half (width 128 here: about 77 % of float32's, counted on a CPU)",
+            "counted on a CPU, as it says; the H100's 05_step record is at width 4096 only"),
+    Unshown("autocast adds a 16-bit copy of each weight, which backward keeps until it passes the layer, and a 16-bit "
+            "gradient of each weight on its way to the float32 one",
+            "05_step holds a whole step's peak, not what it is made of (its rise, 140 %, is claimed)"),
+    Unshown("at small widths every device is limited by overhead, where mixed precision cannot help",
+            "05_step ran at width 4096 only; 05_matmul's small n (claimed: the lines meet) are matmuls, not steps"),
+    Unshown("the weights are not touched by a step whose gradients are not finite",
+            "05_underflow's trace keeps the scale of each step (its skipped step is read from the halving); no weight "
+            "was recorded"),
+    Unshown("their gradients arrive in float32, made in 16 bits first",
+            "shown by the lesson's CPU trace; no GPU record holds a gradient's dtype or a backward pass's operations"),
+    Unshown('Apple\'s "mps": torch.float16, with a scaler only where this torch\'s GradScaler works on MPS, from torch 2.8 on',
+            "no Apple GPU ran the course's records", where=SOLUTIONS),
 ]

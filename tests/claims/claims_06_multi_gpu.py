@@ -101,6 +101,40 @@ def _the_legend_says_gloo_on_the_host(records):
                 assert "H100 SXM (reference)" not in label and "nccl" not in label.lower(), label
 
 
+# ---- third review: what the gloo records show of the curves (no GPU in them) ---------------------------------------
+
+def _rank_0_alone_far_off(records):
+    result = records.result("06_gradients")
+    assert (result["backend"], result["device"]) == ("gloo", "cpu")
+    ddp = max(result["max_abs_difference"]["DDP, all-reduced"])
+    alone = result["max_abs_difference"]["rank 0's share alone"]
+    assert min(alone) > 1e5 * max(ddp, 1e-12) and max(alone) > 0.1 * result["largest_gradient"], (alone, ddp)
+
+
+def _flat_then_rising(records):
+    """06_allreduce (gloo, 2 host processes): below α/β bytes the times stay within 2× of each other; above it they
+    rise with the size, the largest several times α."""
+    result = records.result("06_allreduce")
+    assert (result["backend"], result["device"]) == ("gloo", "cpu")
+    for name, seconds in result["seconds"].items():
+        fit = result["fit"][name]
+        knee = fit["alpha_s"] / fit["beta_s_per_byte"]
+        flat = [t for size, t in zip(result["sizes"], seconds) if size < knee]
+        rising = [t for size, t in zip(result["sizes"], seconds) if size >= knee]
+        assert len(flat) >= 3 and max(flat) < 2 * min(flat), (knee, flat)
+        assert rising == sorted(rising) and rising[-1] > 10 * fit["alpha_s"], (knee, rising)
+
+
+def _bus_bandwidth_climbs_and_flattens(records):
+    result = records.result("06_allreduce")
+    assert (result["backend"], result["device"]) == ("gloo", "cpu")
+    for name, busbw in result["busbw_gbps"].items():
+        n = int(name.split()[0])
+        bound = 1e-9 / result["fit"][name]["beta_s_per_byte"] * 2 * (n - 1) / n
+        assert busbw == sorted(busbw), busbw                                        # climbs with size
+        assert busbw[-1] / busbw[-2] < 1.05 and 0.8 * bound < busbw[-1] < bound, (busbw, bound)   # and flattens
+
+
 CLAIMS = [
     Claim("Everywhere else — a laptop, a CPU runtime, a machine with one GPU — they run the same code over "
           "gloo, PyTorch's CPU backend, with one process per rank", _ran_gloo_on_the_host),
@@ -118,6 +152,13 @@ CLAIMS = [
           "says it and whose host it was", _the_legend_says_gloo_on_the_host, where="src/gpulab/plots.py"),
     Claim("lesson 06's three records are gloo between processes on that machine's host CPU, not NCCL between GPUs",
           _described_as_the_hosts, where="README.md"),
+    # third review
+    Claim("Rank 0's own gradient, before the all-reduce, is far off: it saw only its share of the batch.",
+          _rank_0_alone_far_off),
+    Claim("DDP's gradients equal one process's, to float32 rounding.", _ddp_gradients_within_rounding),
+    Claim("The left curves are flat, then rise: the flat part is α, the rising part β·S.", _flat_then_rising),
+    Claim("The bus bandwidth climbs with size towards 1/β · 2(n − 1)/n and flattens",
+          _bus_bandwidth_climbs_and_flattens),
 ]
 
 _ONE_GPU = ("the H100 SXM machine had one GPU, so lesson 06 ran gloo between host processes there; no record "
@@ -158,4 +199,33 @@ UNSHOWN = [
     Unshown("(torch.load would otherwise put them where they were saved from: rank 0's GPU)",
             "torch.load's map_location semantics; the exercise's checks run gloo on the CPU everywhere, and no "
             "record holds a checkpoint loaded across GPUs", where=SOLUTIONS),
+    # third review
+    Unshown("Where there are two or more CUDA GPUs, the scripts use NCCL, one GPU per process.", _ONE_GPU),
+    Unshown("(the same code NCCL runs on GPUs)", _ONE_GPU),
+    Unshown("and GPU 0 needs more memory than the rest", _ONE_GPU + " (nn.DataParallel needs two)"),
+    Unshown("the backend moves the data: NCCL between CUDA GPUs (NVLink, PCIe, InfiniBand)", _ONE_GPU),
+    Unshown("gloo waits here for every rank; NCCL queues it on the GPU and returns", _ONE_GPU),
+    Unshown(".item() waits for the GPU: where an NCCL rank waits", _ONE_GPU),
+    Unshown("and on a GPU machine with several GPUs, this script runs unchanged with NCCL", _ONE_GPU),
+    Unshown("on CUDA the DataLoader pins the batches (pin_memory=True) and .to(device, non_blocking=True) copies them "
+            "without waiting (lessons 02 and 03)",
+            "ddp_train.py ran over gloo on the host in the H100 run (nbval), so it copied nothing to the GPU; lessons 02 "
+            "and 03 hold their own pinned, non_blocking copies to their records"),
+    Unshown("a number added to a tensor is no copy",
+            "ddp_train.py ran on the host in the H100 run; no record counts its copies on a GPU"),
+    Unshown("NCCL picks its algorithm (ring, tree, NVLS) and protocol by message size and topology",
+            _ONE_GPU + "; NCCL's documentation (NCCL_ALGO, NCCL_PROTO)"),
+    Unshown("With more processes, α grows (more steps in the ring) while the bus bandwidth, if the links are not "
+            "shared, stays about the same.", "06_allreduce ran 2 processes only (gloo, on the host)"),
+    Unshown("DDP gets close when a step's computation is long next to its all-reduce — a wide layer, a large batch per "
+            "process.", "06_throughput holds one setting (width 512, batch 256, gloo on the host), where 2 processes "
+            "lost (claimed): no record shows DDP near N×"),
+    Unshown("Close to 2× where the two devices (or cores) are really separate",
+            "no record of section 9: the H100 machine had one GPU, and the CPU analogue's output was not kept"),
+    Unshown("launches return at once: both GPUs work together", _ONE_GPU + " (section 9 needs two GPUs)"),
+    Unshown("a checkpoint saved from cuda:0 loads onto cuda:0 in every process — 8 copies on one GPU",
+            _ONE_GPU + "; torch.load's map_location semantics (torch/serialization.py)"),
+    Unshown("NCCL between GPUs (one per process)", _ONE_GPU),
+    Unshown("over NCCL, the call returns once the work is queued, and rank 0 waits where it first needs the result",
+            _ONE_GPU),
 ]

@@ -392,6 +392,66 @@ def _copy_has_the_label_name(records):
     _gpu_rows_on_the_gpu(records)
 
 
+# ---- third review ---------------------------------------------------------------------------------------------------
+
+def _bands_per_thread_and_stream(records):
+    trace = _trace(records)
+    rows = {e["row"] for e in trace}
+    cpu = {row for row in rows if row.startswith("CPU · ")}
+    gpu = {row for row in rows if row.startswith("GPU ")}
+    assert rows == cpu | gpu and len(cpu) >= 2 and "CPU · main thread" in cpu, rows     # the main thread, autograd's
+    assert gpu == {"GPU 0 · stream 7"}, gpu                                            # one stream ran the kernels
+
+
+def _item_waits_every_step(records):
+    """As written: three copies a step (.to calls), each a wait, and one wait more a step: the .item(); and the
+    profiler's own as it stops. A stream synchronisation waits for everything queued on the stream."""
+    result, steps = _slow_loop(records)
+    syncs, copies = result["counts"]["syncs"][0], result["counts"][".to calls"][0]
+    assert copies == 3 * steps and syncs - copies - 1 == steps, (syncs, copies)
+
+
+def _loss_kept_on_the_device_no_wait(records):
+    """With the buffer (and the loss added up on the device), the only waits are the two copies of the data set before
+    the loop and the profiler's: none in the loop."""
+    result, steps = _slow_loop(records)
+    assert result["counts"]["syncs"][2:] == [3, 3] and result["counts"][".to calls"][2:] == [2, 2], result["counts"]
+
+
+def _a_copy_and_a_wait_per_forward(records):
+    """Loop fixed, buffer not yet: linspace once a step, and one wait a step beside the data set's two copies and the
+    profiler's; with the buffer both go."""
+    result, steps = _slow_loop(records)
+    counts = result["counts"]
+    assert counts["tensors made in forward"][1] == steps and counts["syncs"][1] == steps + 2 + 1, counts
+    assert counts["tensors made in forward"][2] == 0 and counts["syncs"][2] == 2 + 1, counts
+
+
+def _the_search_once_per_shape(records):
+    """cudnn.benchmark on: each size's first step is the slow one (the search), every later step of it is not."""
+    result, firsts, rests = _cudnn(records)
+    for first, rest in zip(firsts["benchmark on"], rests["benchmark on"]):
+        assert first > 100 * max(rest), (first, rest)
+
+
+def _alignment_first_waves_second(records):
+    _jumps_at_8_more_at_64(records)
+    _step_past_4096_only_unaligned(records)
+
+
+def _default_highest_off_the_tensor_cores(records):
+    misc = records.probe["misc"]
+    assert misc["float32_matmul_precision"] == "highest" and misc["matmul allow_tf32"] is False, misc
+    _fp32_matmuls_off_the_tensor_cores(records)
+    tflops = records.result("05_matmul")["tflops"]                      # allowed, in lesson 05's panel, TF32 ran
+    assert tflops["tf32"][-1] > 3 * tflops["float32"][-1], tflops
+
+
+def _cpu_and_gpu_tensors_do_not_meet(records):
+    error = records.probe["errors"]["two devices"]
+    assert error["type"] == "RuntimeError" and "found at least two devices, cuda:0 and cpu" in error["message"], error
+
+
 CLAIMS = [
     # §0–2: what a CUDA profile holds (P3: every sentence about a CUDA trace, held to 07_profile's trace)
     Claim("CUDA adds, through NVIDIA's CUPTI library, what ran on the GPU — kernels and memsets, each with its own "
@@ -489,6 +549,25 @@ CLAIMS = [
           _gpu_rows_on_the_gpu, where=SOLUTIONS),
     Claim("On CUDA a label that launched GPU work itself has a second row, its GPU-side copy, with the same name",
           _copy_has_the_label_name, where=SOLUTIONS),
+    # third review
+    Claim("one band per thread (and per GPU stream on CUDA)", _bands_per_thread_and_stream),
+    Claim("On a GPU, anything that needs a tensor's value on the host waits for every kernel queued before it",
+          _item_waits_every_step),
+    Claim("waits for the device, every step", _item_waits_every_step),
+    Claim("(1) the host waits every step", _item_waits_every_step),
+    Claim("queued on the device, no wait", _loss_kept_on_the_device_no_wait),
+    Claim("cudaStreamSynchronize, after each of these and each copy without non_blocking", _syncs_per_step),
+    Claim("a copy per call, and a cudaStreamSynchronize", _a_copy_and_a_wait_per_forward),
+    Claim("PyTorch times them the first time it meets a new input shape", _cudnn_after_the_first),
+    Claim("costs a slow step every time a new shape arrives", _cudnn_after_the_first),
+    Claim("When input shapes change often: each new shape is benchmarked again", _cudnn_first_steps),
+    Claim("The search runs once per new shape", _the_search_once_per_shape),
+    Claim("dimensions in multiples of 8 (64 can be a little better) — alignment first, waves second",
+          _alignment_first_waves_second),
+    Claim('matmuls use TF32 only where you allow it (torch.set_float32_matmul_precision("high"); the default, '
+          '"highest", does not)', _default_highest_off_the_tensor_cores, where=SOLUTIONS),
+    Claim("a tensor made on the CPU and one on meta cannot meet, as with a GPU", _cpu_and_gpu_tensors_do_not_meet,
+          where=SOLUTIONS),
 ]
 
 UNSHOWN = [
@@ -542,4 +621,48 @@ UNSHOWN = [
             "no shipped trace holds a copy; 07_slow_loop counts the waits (claimed in §6)"),
     Unshown("many short kernels, gaps between them",
             "07_slow_loop keeps counts and times, not its trace"),
+    # third review
+    Unshown("with CUDA times only (its CPU columns are 0)",
+            "the record keeps the trace's events (the kernels on the GPU's row, claimed) and the operators' device "
+            "times, not the key_averages table's CPU columns"),
+    Unshown("There, torch.mps.current_allocated_memory() before and after a step gives the bytes, and "
+            "torch.mps.profiler.profile() records the GPU's work as signposts for Xcode's Instruments.",
+            "no Apple GPU ran the course's records"),
+    Unshown("the CPU runs ahead and the GPU catches up",
+            "the shipped 07 trace is of a launch-bound step whose GPU keeps up with the CPU: kernels after their "
+            "launches (claimed), but no CPU far ahead"),
+    Unshown("a full GPU row with the CPU waiting is a healthy, GPU-bound step",
+            "the only trace (07_profile) is of the other kind, its GPU busy 13% of each step (claimed)"),
+    Unshown("the matmuls grow with both; the optimizer's ops only with the width; the small ops with nothing",
+            "07_profile holds one setting (batch 256, width 2048)"),
+    Unshown("ops whose output size depends on the data — torch.nonzero, indexing with a boolean mask, torch.unique — "
+            "because the host must learn the size before it can allocate",
+            "no record runs them on a GPU; 07_slow_loop's waits are value reads and copies"),
+    Unshown("cuDNN keeps the plan it chose for each shape for the whole process",
+            "07_cudnn runs each shape once per setting; no record repeats a shape in a later run"),
+    Unshown("Benchmark mode pays off when shapes repeat",
+            "07_cudnn shows the steps after the first as fast as or a little faster than with the flag off (claimed), "
+            "over 5 steps a size, which never repay the search: the payoff over a long run is not recorded"),
+    Unshown("with fixed shapes it pays off", "as for section 5's 'Benchmark mode pays off when shapes repeat'"),
+    Unshown("That skips one fill kernel per parameter",
+            "no record ran zero_grad(set_to_none=False) on the GPU; the 07 trace's optimizer label launched no kernel "
+            "outside the step (claimed), which shows the None case only"),
+    Unshown("what tensor-core convolutions read best", "no record timed a convolution in channels_last on a GPU"),
+    Unshown("(with Inductor: Triton kernels on a GPU, C++ on a CPU)", "no record compiled on the GPU"),
+    Unshown("On a GPU each sync stalls the queue and each copy crosses the PCIe link",
+            "07_slow_loop counts the waits and times whole epochs; no record times one sync's stall (the host link, "
+            "PCIe 5.0 ×16, is the run README's)"),
+    Unshown('torch.cuda.set_sync_debug_mode("warn") reports them on CUDA',
+            "set_sync_debug_mode ran in no record; c10/cuda/CUDAFunctions.h (warn_or_error_on_sync) is the source"),
+    Unshown("CUDA graphs for small launch-bound steps", "no record ran CUDA graphs"),
+    Unshown("(device_type is DeviceType.CUDA, CPU times 0)",
+            "the record's trace places each event on a CPU or GPU row by its category, and keeps no key_averages "
+            "columns: the rows on the GPU are claimed, device_type and the CPU times are not recorded",
+            where=SOLUTIONS),
+    Unshown("device_type DeviceType.CUDA and CPU times of 0",
+            "as for exercise 1's '(device_type is DeviceType.CUDA, CPU times 0)'", where=SOLUTIONS),
+    Unshown("Tensor cores work on tiles whose rows are 16 bytes or more: dimensions should be multiples of 8 for "
+            "16-bit types (float16, bfloat16), 4 for float32, and 16 for 8-bit types",
+            "NVIDIA's matrix-multiplication performance guide; the records show only float16's multiples of 8 "
+            "(07_sawtooth, claimed in the lesson)", where=SOLUTIONS),
 ]
