@@ -12,7 +12,7 @@ that breaks it alone. They are graded by the real grader (``gpulab.grading``),
 each exercise in its own kernel, several students' answers at a time: submission k holds the
 k-th case of every exercise, and the solution where an exercise has fewer cases.
 
-Three answers of every exercise are not written but made from its solution (:func:`idle_answers`): the
+Three answers of every exercise are not written but made from its solution (``tests/answers/idle.py``): the
 answer cell left empty, the same functions and methods raising ``NotImplementedError``, and the same
 returning ``None``. None of them does the task, so each must fail every check of its exercise: a check
 of a property (no copy, no sync, memory given back) that such an answer passes hands out a free point.
@@ -23,7 +23,6 @@ keeps a core busy: no check may hinge on how fast the machine is.
 
 from __future__ import annotations
 
-import ast
 import copy
 import importlib.util
 import subprocess
@@ -37,6 +36,9 @@ from gpulab import course, grading, sandbox
 from conftest import ROOT
 
 ANSWERS = ROOT / "tests" / "answers"
+_idle = importlib.util.spec_from_file_location("idle_answers", ANSWERS / "idle.py")
+idle = importlib.util.module_from_spec(_idle)
+_idle.loader.exec_module(idle)
 # The answers test the exercises, not the sandbox (tests/test_grading.py does): graded in one where there is one.
 SANDBOXED = not sandbox.unavailable()
 LESSONS = sorted(path.stem for path in (ROOT / "solutions").glob("*.ipynb"))
@@ -59,53 +61,8 @@ def cases_of(stem: str):
     every_check = {exercise: set(task["checks"]) for exercise, task in tasks(stem).items()}
     for exercise, source in solution_answers(stem).items():
         cases.setdefault(exercise, []).extend(
-            ("idle", name, idle_source, every_check[exercise], False) for name, idle_source in idle_answers(source))
+            ("idle", name, idle_source, every_check[exercise], False) for name, idle_source in idle.answers(source))
     return cases
-
-
-def idle_answers(source: str) -> list[tuple[str, str]]:
-    """Answers made from a solution's answer cell that do not do its task: the cell left empty; its functions
-    and methods kept with bodies that raise; and with bodies that return ``None`` (its other values ``None``).
-    Imports and a cell magic (``%%writefile``) are kept, so only the work is missing."""
-    lines = source.splitlines()
-    magic = lines[0] if lines and lines[0].startswith("%%") else None
-    tree = ast.parse("\n".join(lines[1:] if magic else lines))
-
-    def hollowed(body_of) -> str:
-        kept: list[ast.stmt] = []
-        for statement in tree.body:
-            if isinstance(statement, (ast.Import, ast.ImportFrom)):
-                kept.append(statement)
-            elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                kept.append(_with_body(statement, body_of))
-            elif isinstance(statement, ast.ClassDef):
-                statement = copy.deepcopy(statement)
-                statement.body = [_with_body(part, body_of) if isinstance(part, (ast.FunctionDef, ast.AsyncFunctionDef))
-                                  else part for part in statement.body]
-                kept.append(statement)
-            else:                                   # a value the task asks for: raise, or None in its place
-                kept.extend(body_of(statement))
-        return "\n".join(([magic] if magic else []) + [ast.unparse(ast.fix_missing_locations(ast.Module(kept, [])))])
-
-    def raising(statement=None) -> list[ast.stmt]:
-        return ast.parse("raise NotImplementedError()").body
-
-    def none(statement=None) -> list[ast.stmt]:
-        if statement is None:
-            return ast.parse("return None").body
-        names = [target for node in ast.walk(statement) if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
-                 for target in (node.targets if isinstance(node, ast.Assign) else [node.target])]
-        return [ast.Assign([copy.deepcopy(name)], ast.Constant(None), lineno=0) for name in names]
-
-    return [("empty: the answer cell left as it was, with none of the names the task asks for", ""),
-            ("raises: every function and method the task asks for raises", hollowed(raising)),
-            ("returns None: every function and method the task asks for does nothing", hollowed(none))]
-
-
-def _with_body(function: ast.FunctionDef, body_of) -> ast.FunctionDef:
-    function = copy.deepcopy(function)
-    function.body = body_of()
-    return function
 
 
 def broken_constraints(breaks) -> tuple[str, ...]:
