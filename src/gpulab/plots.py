@@ -127,7 +127,16 @@ def _readable_locator(base: int, max_ticks: int):
             return self.tick_values(vmin, vmax)
 
         def tick_values(self, vmin, vmax):
-            return _readable_ticks(vmin, vmax, base, max_ticks)
+            return _readable_ticks(vmin, vmax, base, self._fitting(max_ticks))
+
+        def _fitting(self, most: int) -> int:
+            # Labels of a base-2 axis ("64 KiB", "1024") are wide: a narrow pane of a row of panes holds fewer
+            # side by side than a figure-wide one (about half an inch each at the labels' size), three at least.
+            axes = getattr(self.axis, "axes", None)
+            if base != 2 or axes is None or self.axis is not axes.xaxis:
+                return most
+            width_in = axes.get_position().width * axes.figure.get_figwidth()
+            return max(3, min(most, int(width_in / 0.5)))
 
     return ReadableLogLocator()
 
