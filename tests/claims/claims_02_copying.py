@@ -201,8 +201,8 @@ CLAIMS = [
     Claim("At small sizes it can come out ahead in this experiment", _non_blocking_ahead_small),
     Claim("at large sizes the two curves meet", _non_blocking_meets_large),
     Claim("On an H100 SXM, pin_memory() and the pinned copy together beat the pageable copy 2.0×, 4.4× and 2.2× at 1, "
-          "4 and 16 MiB (16 MiB: 0.5 ms against 1.2), lost a little below 64 KiB, and tied at 64 MiB, where pinning "
-          "took 5.9 ms and the copy from pinned memory 1.2.", _pinning_paid),
+          "4 and 16 MiB (16 MiB: 0.5 ms against 1.2 ms), lost a little below 64 KiB, and tied at 64 MiB, where pinning "
+          "took 5.9 ms and the copy from pinned memory 1.2 ms.", _pinning_paid),
     Claim("on an H100 SXM it did at 1 to 16 MiB and did not at 64 MiB or below 64 KiB", _pinning_paid_short),
     Claim("On an H100 SXM it was repaid from 1 to 16 MiB, not at 64 MiB.", _pinning_paid_short),
     Claim("on CUDA each 0-dimensional tensor takes a block of 512 bytes, half a gigabyte per million steps",
