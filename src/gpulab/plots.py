@@ -293,7 +293,7 @@ def series(
             color = DEVICE_COLORS["reference"] if by_device else (colors or {}).get(name)
             if on_reference_cpu and reference["result"].get("backend"):
                 # Processes on the reference machine's host (lesson 06's gloo): the backend and whose host it was.
-                cpu = next((d for d in reference.get("devices", []) if d.get("type") == "cpu"), {})
+                cpu = records.host_cpu(reference)
                 cores = f"{cpu['cores']}-core " if cpu.get("cores") else ""
                 text = (f"{label(name)} · {reference['result']['backend']} on the {cores}host of the "
                         f"{records.gpu_label(reference)} machine (reference)")
@@ -308,11 +308,9 @@ def series(
 
 def reference_cpu(record: dict) -> str:
     """The reference machine's CPU, as a record describes it: "AMD EPYC 9654, 16 cores"."""
-    cpu = next((d for d in record.get("devices", []) if d.get("type") == "cpu"), None)
-    if cpu is None:
-        return "the reference machine's CPU"
-    cores = f", {cpu['cores']} cores" if cpu.get("cores") else ""
-    return f"{cpu.get('name', 'CPU')}{cores}"
+    from . import reference
+
+    return reference.cpu_label(record)
 
 
 def known_level(ax, value: float, label: str, index: int = 0):

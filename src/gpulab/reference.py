@@ -23,8 +23,8 @@ from typing import Any
 from .tables import Table
 
 __all__ = ["KNOWN_GPUS", "KnownGPU", "LAUNCH_MODEL_S", "LINK_MODEL", "NOT_RECORDED", "PCIE_X16_GBPS", "PUBLISHED",
-           "Published", "REQUIRED", "SPEC_PEAK_TFLOPS", "UNITS", "describe", "gpu_label", "known_gpu", "known_gpus", "load",
-           "names", "published", "validate"]
+           "Published", "REQUIRED", "SPEC_PEAK_TFLOPS", "UNITS", "cpu_label", "describe", "gpu_label", "host_cpu", "known_gpu",
+           "known_gpus", "load", "names", "published", "validate"]
 
 NOT_RECORDED = "no GPU reference recorded yet"
 
@@ -376,6 +376,20 @@ def _known_gpu_of(record: dict[str, Any]) -> KnownGPU | None:
                      multiprocessors=device.get("multiprocessors"))
 
 
+def host_cpu(record: dict[str, Any]) -> dict[str, Any]:
+    """The CPU of the machine a record was made on, as the record lists it ({} if it lists none)."""
+    return next((d for d in record.get("devices", []) if d.get("type") == "cpu"), {})
+
+
+def cpu_label(record: dict[str, Any]) -> str:
+    """The reference machine's CPU, as a record describes it: "AMD EPYC 9654, 16 cores"."""
+    cpu = host_cpu(record)
+    if not cpu:
+        return "the reference machine's CPU"
+    cores = f", {cpu['cores']} cores" if cpu.get("cores") else ""
+    return f"{cpu.get('name', 'CPU')}{cores}"
+
+
 def describe(name: str) -> str:
     """One line saying where the reference for ``name`` comes from, or that there is none."""
     record = load(name)
@@ -387,7 +401,5 @@ def describe(name: str) -> str:
     result, host = record["result"], ""
     if isinstance(result, dict) and result.get("backend") and result.get("device") == "cpu":
         # Processes on the host (lesson 06's gloo): the record is the host's, not the GPU's.
-        cpu = next((d for d in record.get("devices", []) if d.get("type") == "cpu"), {})
-        cores = f", {cpu['cores']} cores" if cpu.get("cores") else ""
-        host = f"{result['backend']} between processes on the host ({cpu.get('name', 'its CPU')}{cores}) of a machine with "
+        host = f"{result['backend']} between processes on the host ({cpu_label(record)}) of a machine with "
     return f"reference: {host}{device}{variant}, torch {record['torch']}, recorded {record['recorded']}"
