@@ -65,12 +65,12 @@ test: venvs
 # too, beside the rest (and the simulated T4 in .venv-colab); there the lessons and solutions run
 # under nbval in .venv-colab only.
 test-colab: $(VENV)/.installed colab-venv
-	$(VENV)/bin/python -m pytest tests/test_colab.py
+	$(VENV)/bin/python -m pytest tests/e2e/test_colab.py
 
 # Every lesson under nbval, every panel, every solution and exercise graded, on GPULAB_SIMULATE=t4 (in
 # .venv-colab: the T4 is Colab's GPU) and =4xh100.
 test-simulated: $(VENV)/.installed
-	$(VENV)/bin/python -m pytest tests/test_simulated_course.py
+	$(VENV)/bin/python -m pytest tests/e2e/test_simulated_course.py
 
 # The oldest torch is pyproject.toml's floor; the newest, the newest release (torch wheels are
 # downloaded once into ~/.cache/gpulab/wheels).

@@ -1,6 +1,6 @@
 """Runs that go on beside the rest of the suite: commands run one after another in a background thread.
 
-tests/test_simulated_course.py (the course on simulated machines) and tests/test_colab.py (the course on
+tests/e2e/test_simulated_course.py (the course on simulated machines) and tests/e2e/test_colab.py (the course on
 Colab's stack) start theirs as soon as the session's tests are collected (tests/conftest.py), and their
 tests, which read what the runs left, come last.
 """

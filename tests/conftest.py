@@ -76,18 +76,18 @@ def _left_behind() -> list[str]:
 
 
 def _course_test(item) -> bool:
-    return item.nodeid.startswith(("tests/test_simulated_course.py::test_every", "tests/test_colab.py::test_on_colabs_stack"))
+    return item.nodeid.startswith(("tests/e2e/test_simulated_course.py::test_every", "tests/e2e/test_colab.py::test_on_colabs_stack"))
 
 
 def _runs_in_the_colab_lane(item) -> bool:
-    """A lesson or solution under nbval, which the Colab lane runs in .venv-colab (tests/test_colab.py)."""
+    """A lesson or solution under nbval, which the Colab lane runs in .venv-colab (tests/e2e/test_colab.py)."""
     return item.nodeid.startswith(("notebooks/", "solutions/")) and item.nodeid.count("::Cell ") == 1
 
 
 def pytest_collection_modifyitems(session, config, items):
     # Where the Colab lane runs, its nbval of every lesson and solution is the run of them: this Python
     # does not run them a second time.
-    if colab_installed() and any(item.nodeid.startswith("tests/test_colab.py::test_on_colabs_stack") for item in items):
+    if colab_installed() and any(item.nodeid.startswith("tests/e2e/test_colab.py::test_on_colabs_stack") for item in items):
         twice = [item for item in items if _runs_in_the_colab_lane(item)]
         if twice:
             config.hook.pytest_deselected(items=twice)
@@ -102,7 +102,7 @@ def pytest_collection_finish(session):
     if session.config.option.collectonly:
         return
     for module in ("test_simulated_course", "test_colab"):
-        if any(_course_test(item) and item.nodeid.startswith(f"tests/{module}.py") for item in session.items):
+        if any(_course_test(item) and item.nodeid.startswith(f"tests/e2e/{module}.py") for item in session.items):
             importlib.import_module(module).start_runs()
 
 

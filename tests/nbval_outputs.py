@@ -1,6 +1,6 @@
 """A pytest plugin for nbval runs on a simulated machine: every cell's output, read as a student would.
 
-tests/test_simulated_course.py runs ``pytest -p nbval_outputs notebooks solutions`` with
+tests/e2e/test_simulated_course.py runs ``pytest -p nbval_outputs notebooks solutions`` with
 ``GPULAB_SIMULATE`` set and this folder on ``PYTHONPATH``. For every executed cell the plugin
 
 - fails the cell when its output says it needs hardware the simulated machine has ("needs a CUDA

@@ -1,5 +1,5 @@
 """Lesson 07's sentences about what a GPU does, and the H100 SXM records that show them
-(see tests/test_lessons_agree_with_records.py). ``Claim`` and ``Unshown`` are given by the test.
+(see tests/hygiene/test_lessons_agree_with_records.py). ``Claim`` and ``Unshown`` are given by the test.
 
 The records: ``07_profile`` (the panel's profile of two training steps, batch 256, width 2048, float32: the
 top operators by self device time and the trace, kept to depth 2), ``07_sawtooth`` (float16 n × n matmuls for

@@ -1,5 +1,5 @@
 """Lesson 04's sentences about what a GPU does, and the H100 SXM records that show them
-(see tests/test_lessons_agree_with_records.py). ``Claim`` and ``Unshown`` are given by the test.
+(see tests/hygiene/test_lessons_agree_with_records.py). ``Claim`` and ``Unshown`` are given by the test.
 
 The probe (``records.probe``) ran in one process on an otherwise idle H100: its training step is
 Linear(1024, 4096) → ReLU → Linear(4096, 1024) on a batch of 256 (tools/gpu-runner/probe.py,

@@ -5,14 +5,14 @@ constraints — each sentence (or clause) of the task that constrains an answer,
 check cell's metadata the constraints it enforces (``"enforces"``). A constraint no check enforces
 fails a test here.
 
-For every lesson, ``tests/answers/answers_NN_name.py`` holds answers the way students write them:
+For every lesson, ``tests/e2e/answers/answers_NN_name.py`` holds answers the way students write them:
 ``RIGHT`` ones must score full marks; each ``WRONG`` one names the constraint(s) it breaks and must
 lose exactly the checks that enforce them, no more and no fewer. Every constraint has a wrong answer
 that breaks it alone. They are graded by the real grader (``gpulab.grading``),
 each exercise in its own kernel, several students' answers at a time: submission k holds the
 k-th case of every exercise, and the solution where an exercise has fewer cases.
 
-Three answers of every exercise are not written but made from its solution (``tests/answers/idle.py``): the
+Three answers of every exercise are not written but made from its solution (``tests/e2e/answers/idle.py``): the
 answer cell left empty, the same functions and methods raising ``NotImplementedError``, and the same
 returning ``None``. None of them does the task, so each must fail every check of its exercise: a check
 of a property (no copy, no sync, memory given back) that such an answer passes hands out a free point.
@@ -35,11 +35,11 @@ from gpulab import course, grading, sandbox
 
 from conftest import ROOT
 
-ANSWERS = ROOT / "tests" / "answers"
+ANSWERS = ROOT / "tests" / "e2e" / "answers"
 _idle = importlib.util.spec_from_file_location("idle_answers", ANSWERS / "idle.py")
 idle = importlib.util.module_from_spec(_idle)
 _idle.loader.exec_module(idle)
-# The answers test the exercises, not the sandbox (tests/test_grading.py does): graded in one where there is one.
+# The answers test the exercises, not the sandbox (tests/unit/grading/test_grading.py does): graded in one where there is one.
 SANDBOXED = not sandbox.unavailable()
 LESSONS = sorted(path.stem for path in (ROOT / "solutions").glob("*.ipynb"))
 

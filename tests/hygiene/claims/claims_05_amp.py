@@ -1,5 +1,5 @@
 """Lesson 05's sentences about what a GPU does, and the H100 SXM records that show them
-(see tests/test_lessons_agree_with_records.py). ``Claim`` and ``Unshown`` are given by the test.
+(see tests/hygiene/test_lessons_agree_with_records.py). ``Claim`` and ``Unshown`` are given by the test.
 
 The records: ``05_matmul`` (matmul TFLOP/s by format, n = 64 … 4096), ``05_step`` (the MLP of width 4096,
 batch 128, with and without autocast), ``05_underflow`` (the gradients' histogram at scale 2¹⁶ and the

@@ -1,6 +1,6 @@
 """Three answers to every exercise that do not do its task, made from its solution's answer cell.
 
-``tests/test_answers.py`` grades them beside the answers written in ``answers_NN_name.py``: each must fail
+``tests/e2e/test_answers.py`` grades them beside the answers written in ``answers_NN_name.py``: each must fail
 every check of its exercise. A check of a property — no copy, no sync, memory given back, at most N tries,
 ``None`` where no answer exists — that one of them passes hands out a point for nothing.
 """

@@ -3,7 +3,7 @@
 Every sentence of a lesson (or of its solutions, a figure's legend, the README) that states what a GPU
 does and that the shipped records can show — a figure, a ratio, which of two numbers is larger, which
 rows a CUDA profile holds, which backend and device an experiment ran on — is a claim in
-``tests/claims/claims_NN_name.py``: ``CLAIMS = [Claim(sentence, check), ...]``. The test finds the
+``tests/hygiene/claims/claims_NN_name.py``: ``CLAIMS = [Claim(sentence, check), ...]``. The test finds the
 sentence, quoted, in the file it names (reworded, it must be read again against the record), then runs
 ``check(records)``, which asserts what the sentence says of the records.
 
@@ -32,7 +32,7 @@ from gpulab import course
 
 from conftest import ROOT
 
-CLAIMS = ROOT / "tests" / "claims"
+CLAIMS = ROOT / "tests" / "hygiene" / "claims"
 RUN = ROOT / "tools" / "gpu-runner" / "records" / "2026-11-25-h100"
 RESULTS = ROOT / "src" / "gpulab" / "reference_results"
 
@@ -109,7 +109,7 @@ def where(lesson: str, claim_where: str | None) -> Path:
 
 def test_every_lesson_has_its_claims_listed():
     lessons = {path.stem for path in (ROOT / "notebooks").glob("*.ipynb")}
-    assert lessons <= set(MODULES), f"no tests/claims/claims_NAME.py for {sorted(lessons - set(MODULES))}"
+    assert lessons <= set(MODULES), f"no tests/hygiene/claims/claims_NAME.py for {sorted(lessons - set(MODULES))}"
 
 
 @pytest.mark.parametrize("lesson, claim", CASES)

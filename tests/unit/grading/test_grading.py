@@ -643,7 +643,7 @@ def test_a_missing_file_exits_2(tmp_path):
 
 @pytest.mark.parametrize("name", [path.name for path in sorted((ROOT / "exercises").glob("*.ipynb"))])
 def test_untouched_exercises_score_zero(name, tmp_path, monkeypatch):
-    # That every solution scores full marks is checked in tests/test_answers.py, on a busy machine.
+    # That every solution scores full marks is checked in tests/e2e/test_answers.py, on a busy machine.
     output = tmp_path / "report.json"
     done = run_grade(ROOT / "exercises" / name, "--json", str(output), cwd=tmp_path, timeout="60")
     assert done.returncode == 0, done.stderr

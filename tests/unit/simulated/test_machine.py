@@ -23,7 +23,7 @@ import pytest
 
 from conftest import simulates
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv" / "bin" / "python").exists() else sys.executable
 TORCH_DIR = pathlib.Path(importlib.util.find_spec("torch").origin).parent
 

@@ -1,5 +1,5 @@
 """Lesson 06's sentences about what a GPU does, and the H100 SXM records that show them
-(see tests/test_lessons_agree_with_records.py). ``Claim`` and ``Unshown`` are given by the test.
+(see tests/hygiene/test_lessons_agree_with_records.py). ``Claim`` and ``Unshown`` are given by the test.
 
 The machine had one GPU, and NCCL needs one per process: its three lesson 06 records (06_allreduce,
 06_gradients, 06_throughput) are gloo between processes on its 16-core host. A claim may say what they

@@ -11,7 +11,7 @@ it (GPULAB_REQUIRE_COLAB=1). In it, beside the rest of the suite:
 - a student's self-check: ``gpulab grade NOTEBOOK --no-sandbox`` gives each solution full marks, and the
   exercise notebooks as handed out score zero.
 
-Colab's GPU, a T4, runs the whole course in the same environment (tests/test_simulated_course.py). And
+Colab's GPU, a T4, runs the whole course in the same environment (tests/e2e/test_simulated_course.py). And
 the setup cell at the top of every notebook runs as Colab runs it: with ``google.colab`` imported, in a
 copy of the environment without gpulab, its ``pip install`` of the repository served from a local clone
 of this work tree. It must install gpulab and change nothing else: not torch, ipywidgets, IPython or
@@ -84,7 +84,7 @@ def start_runs() -> None:
     env.pop("GPULAB_SIMULATE", None)
     pytest_args = [python, "-m", "pytest", "-q", "--no-header", "-p", "no:cacheprovider", "--durations=10"]
     steps = {"nbval": [*pytest_args, "notebooks", "solutions"],
-             "widgets": [*pytest_args, "tests/test_widgets.py", "tests/test_quiz.py"],
+             "widgets": [*pytest_args, "tests/unit/test_widgets.py", "tests/unit/test_quiz.py"],
              # --timeout 120, as the simulated course grades: this lane shares two busy cores with the suite, where
              # lesson 06's torchrun checks once took more than the default 30 s.
              **{f"self-check-{solution.stem}": [python, "-m", "gpulab", "grade", "--no-sandbox", "--timeout", "120",

@@ -10,7 +10,7 @@ For each machine, as a reader with that GPU would run it:
   its kernels on the same simulated machine: every cell of every solution runs there, each exercise in a
   fresh kernel; the solutions handed in renamed, as learning-management systems rename files.
 
-The T4 is Colab's GPU: its share runs on Colab's stack, in .venv-colab (tests/test_colab.py), where make
+The T4 is Colab's GPU: its share runs on Colab's stack, in .venv-colab (tests/e2e/test_colab.py), where make
 test has installed it, else in this Python; the four H100s' in this Python. Both machines run at once, each a background thread that runs those steps one after another in
 processes of their own. They start as soon as the session's tests are collected, and this module's
 tests run last (tests/conftest.py), so the course runs beside the rest of the suite.

@@ -1,5 +1,5 @@
 """Lesson 01's sentences about what a GPU does, and the H100 SXM records that show them
-(see tests/test_lessons_agree_with_records.py). ``Claim`` and ``Unshown`` are given by the test.
+(see tests/hygiene/test_lessons_agree_with_records.py). ``Claim`` and ``Unshown`` are given by the test.
 
 Each check asserts the sentence's figures at the sentence's rounding. The H100 run had one GPU
 (``probe["device count"]``): nothing it recorded shows what happens between two GPUs, so the lesson's
