@@ -1,5 +1,7 @@
 # make lab      — set up .venv if needed and start JupyterLab on the lessons
 #                 (GPULAB_SIMULATE=t4 make lab: the same on a simulated T4; 4xh100 for a node of four H100s)
+# make check    — the quick loop (under 5 minutes): ruff, the unit tests (tests/unit mirrors src/gpulab) and
+#                 the hygiene tests (tests/hygiene), in .venv
 # make test     — set up .venv and .venv-colab (Colab's stack, where a Python 3.13 is) if needed, and run every test
 # make test-colab — set up .venv-colab (Colab's stack, Python 3.13) and run the Colab lane
 # make test-simulated — only the whole course on a simulated T4 and a node of four H100s (part of make test)
@@ -20,7 +22,7 @@ ifeq ($(shell id -u 2>/dev/null),0)
   LAB_FLAGS += --allow-root
 endif
 
-.PHONY: lab colab-venv venvs test test-colab test-simulated test-versions test-gpu clean
+.PHONY: lab colab-venv venvs check lint test test-colab test-simulated test-versions test-gpu clean
 
 # A venv is rebuilt from its stamp's prerequisites: change pyproject.toml or a constraints
 # file and the next make brings it up to date; otherwise it is reused as it is.
@@ -57,7 +59,15 @@ lab: $(VENV)/.installed
 venvs:
 	@$(MAKE) --no-print-directory -j2 $(VENV)/.installed colab-venv
 
-test: venvs
+# The linter and formatter (configured in pyproject.toml) over the package, the tests and the tools.
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check src tests tools
+	$(VENV)/bin/ruff format --check src tests tools
+
+check: lint
+	$(VENV)/bin/python -m pytest tests/unit tests/hygiene
+
+test: lint venvs
 	$(VENV)/bin/python -m pytest
 
 # The Colab lane alone: in .venv-colab (made here), every lesson and solution on the CPU, the widget

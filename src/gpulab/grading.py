@@ -36,6 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import course
+from .checks import TimedCall, patched, recorded_time_fn  # check cells' old import path
 
 __all__ = [
     "CheckResult", "Report", "SubmissionError", "TimedCall", "assign", "grade", "grade_many", "kill_processes_mentioning",
@@ -119,62 +120,6 @@ def exercises(notebook: dict) -> dict[str, dict]:
         if parts["answer"] is None or not parts["checks"]:
             raise ValueError(f"exercise {exercise!r} needs one answer cell and at least one check cell")
     return found
-
-
-# ---------------------------------------------------------------- helpers for check cells
-
-
-@dataclasses.dataclass
-class TimedCall:
-    """One call to ``gpulab.time_fn``: the function it timed and the keywords it was given."""
-
-    fn: object
-    kwargs: dict
-
-
-@contextlib.contextmanager
-def recorded_time_fn(namespace: dict | None = None, *, run: bool = True):
-    """Record every call to ``gpulab.time_fn`` made inside the block, however it was imported.
-
-    Yields the list of :class:`TimedCall`. ``namespace`` (a check passes ``globals()``) is
-    searched for names bound to ``time_fn`` by ``from gpulab import time_fn``. With
-    ``run=False`` the timed function is called once instead of being timed, and a Timing with
-    no real measurement is returned: for checks on a simulated GPU, where nothing can be timed.
-    """
-    import gpulab
-
-    from . import timing
-
-    real = timing.time_fn
-    gpulab.time_fn  # noqa: B018 -- resolve the lazy attribute now, so the patch below restores it
-    calls: list[TimedCall] = []
-
-    def spy(fn, **kwargs):
-        calls.append(TimedCall(fn, kwargs))
-        if run:
-            return real(fn, **kwargs)
-        fn()
-        return timing.Timing(samples_s=(1e-3,), calls_per_sample=1, device=str(kwargs.get("device")),
-                             clock="not timed", flops=kwargs.get("flops"), bytes_moved=kwargs.get("bytes_moved"))
-
-    # Only the names bound to time_fn are swapped and put back: the check's other variables stay.
-    with patched(timing, "time_fn", spy, namespace):
-        yield calls
-
-
-def patched(owner, name: str, replacement, namespace: dict | None = None):
-    """Replace ``owner.name`` by ``replacement`` inside the block, wherever an answer finds it.
-
-    For a check that watches or fakes what an answer calls. An answer may have taken the name
-    before the check ran — ``from torch import save``, ``from torch import save as store``,
-    ``save = torch.save`` — so besides ``owner``, every loaded module that holds the same object
-    under ``name`` (``torch.serialization.save`` is ``torch.save``) and every name bound to it in
-    ``namespace`` (a check passes ``globals()``) are swapped too, and put back after — except the names
-    the replacement itself calls the original by. Yields the original.
-    """
-    from . import _swap
-
-    return _swap.everywhere(owner, name, replacement, namespace)
 
 
 # ---------------------------------------------------------------- assign

@@ -35,7 +35,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .. import _swap
+from ..checks.replace import everywhere
 
 __all__ = ["Copy", "FACTORY_OPS", "Read", "SimulatedGPU", "aten_ops"]
 
@@ -186,11 +186,11 @@ class SimulatedGPU:
             install.start(self.machine)
             stack.callback(install.stop)
         # Counted wherever code finds them: `from torch.cuda import synchronize` taken before counts too.
-        stack.enter_context(_swap.everywhere(torch.cuda, "synchronize", self._counting(torch.cuda.synchronize),
+        stack.enter_context(everywhere(torch.cuda, "synchronize", self._counting(torch.cuda.synchronize),
                                              main=True))
         accelerator = getattr(torch, "accelerator", None)
         if accelerator is not None and hasattr(accelerator, "synchronize"):
-            stack.enter_context(_swap.everywhere(accelerator, "synchronize", self._counting(accelerator.synchronize),
+            stack.enter_context(everywhere(accelerator, "synchronize", self._counting(accelerator.synchronize),
                                                  main=True))
         stack.enter_context(_Operations(self))
         stack.enter_context(_Formatting(self))

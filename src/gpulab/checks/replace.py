@@ -1,4 +1,4 @@
-"""Swapping a function for a while wherever code will find it (checks, and the simulated GPUs' counters)."""
+"""Replacing a function for a while wherever code will find it: the one way checks and their recorders do it."""
 
 from __future__ import annotations
 
@@ -56,3 +56,16 @@ def everywhere(owner, name: str, replacement, namespace: dict | None = None, *, 
         for space, key in aliases:
             if space.get(key) is replacement:
                 space[key] = original
+
+
+def patched(owner, name: str, replacement, namespace: dict | None = None):
+    """Replace ``owner.name`` by ``replacement`` inside the block, wherever an answer finds it.
+
+    For a check that watches or fakes what an answer calls. An answer may have taken the name
+    before the check ran — ``from torch import save``, ``from torch import save as store``,
+    ``save = torch.save`` — so besides ``owner``, every loaded module that holds the same object
+    under ``name`` (``torch.serialization.save`` is ``torch.save``) and every name bound to it in
+    ``namespace`` (a check passes ``globals()``) are swapped too, and put back after — except the names
+    the replacement itself calls the original by. Yields the original.
+    """
+    return everywhere(owner, name, replacement, namespace)
