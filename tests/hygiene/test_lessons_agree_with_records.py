@@ -14,46 +14,26 @@ between host processes, so no claim about NCCL or a GPU's links may be checked a
 
 Each claim module also holds ``UNSHOWN = [Unshown(sentence, why), ...]``: sentences about a GPU that no
 shipped record can confirm (a data sheet's figure, a published measurement, what ran only on the host),
-and why; the test requires that they are still in the text, so the list stays true. ``Claim`` and ``Unshown`` are given to each claim module as it loads.
+and why; the test requires that they are still in the text, so the list stays true. Each claim module imports ``Claim`` and ``Unshown`` from ``claim_kinds``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import json
 import re
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
 from gpulab import course
 
+from claim_kinds import Claim, Unshown
 from conftest import ROOT
 
 CLAIMS = ROOT / "tests" / "hygiene" / "claims"
 RUN = ROOT / "tools" / "gpu-runner" / "records" / "2026-11-25-h100"
 RESULTS = ROOT / "src" / "gpulab" / "reference_results"
-
-
-@dataclasses.dataclass(frozen=True)
-class Claim:
-    """``sentence``, quoted from ``where`` (a path from the repository root; the lesson itself by default), and
-    ``check(records)``, which asserts that the records show it."""
-
-    sentence: str
-    check: Callable[["Records"], None]
-    where: str | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Unshown:
-    """A sentence about a GPU, quoted from ``where``, that no shipped record can show, and ``why``."""
-
-    sentence: str
-    why: str
-    where: str | None = None
 
 
 class Records:
@@ -90,7 +70,6 @@ def modules() -> dict[str, object]:
     for path in sorted(CLAIMS.glob("claims_*.py")):
         spec = importlib.util.spec_from_file_location(path.stem, path)
         module = importlib.util.module_from_spec(spec)
-        module.Claim, module.Unshown = Claim, Unshown          # the names a claim module uses, given to it
         spec.loader.exec_module(module)
         found[path.stem.removeprefix("claims_")] = module
     return found

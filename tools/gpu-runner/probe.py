@@ -7,8 +7,8 @@ It records what the course relies on and the simulation reproduces: the device's
 the memory the CUDA context takes, the caching allocator's rounding (allocated, reserved), a
 model's memory through one training step, the errors a reader meets (out of memory, two devices
 in one operation, a bad device index, timing events made without timing), pinned memory and
-autocast's output types. tests/test_simulated_records.py compares a simulated machine's record
-with a real one's, kept in tests/records/.
+autocast's output types. tests/unit/simulated/test_machine.py holds a simulated machine to a real
+one's probe, kept in tools/gpu-runner/records/.
 """
 
 from __future__ import annotations

@@ -19,17 +19,30 @@ def _global_names(function) -> set[str]:
 
 
 @contextlib.contextmanager
-def everywhere(owner, name: str, replacement, namespace: dict | None = None, *, main: bool = False):
+def everywhere(owner, name: str, replacement, namespace: dict | None = None, *, main: bool = False,
+               create: bool = False):
     """``owner.name`` is ``replacement`` inside the block, and so is every other place code takes it from:
     each loaded module that holds the same object under ``name`` (``torch.serialization.save`` is
     ``torch.save``), and every name bound to it in ``namespace`` — and, with ``main``, in ``__main__``
     (a notebook's globals: ``from torch import save as store``). A name the replacement itself looks
     up keeps the original (``real_save = torch.save`` called by the replacement). Only the modules' own
     dicts are read, so no lazy attribute runs. Everything is put back after. Yields the original.
+
+    An ``owner`` without ``name`` raises AttributeError; with ``create`` it has ``replacement`` under that
+    name for the block instead (a function this torch lacks, simulated as a newer one has it), loses
+    it after, and None is yielded.
     """
-    original = getattr(owner, name)
-    owned = name in vars(owner)
     own_dict = vars(owner)
+    if create and not hasattr(owner, name):
+        setattr(owner, name, replacement)
+        try:
+            yield None
+        finally:
+            if name in own_dict:
+                delattr(owner, name)
+        return
+    original = getattr(owner, name)
+    owned = name in own_dict
     holders = [vars(module) for module in list(sys.modules.values())
                if isinstance(module, types.ModuleType) and vars(module) is not own_dict]
     same_name = [holder for holder in holders if holder.get(name) is original]

@@ -3,12 +3,13 @@
 ``GPULAB_SIMULATE=t4`` (or ``a100``, ``h100``, ``h200``, or ``4xh100`` for a node of four) in the
 environment makes every Python of the environment see that machine from its start (the hook is
 installed by ``make``; see :mod:`gpulab.simulated.hook`). In a running program,
-:func:`start` switches one on and :func:`stop` off; the grader's checks use
-:class:`SimulatedGPU`, which also keeps records of what crossed between host and device.
+:func:`start` switches one on and :func:`stop` off; exercise checks use
+:class:`gpulab.checks.TransferRecorder`, which switches one on for its block and keeps records of
+what crossed between host and device.
 
 It runs on a CPU build of torch, and on a CUDA build that finds no GPU (Colab's CPU runtime, a
 CUDA wheel on a laptop), whose CUDA guard and hooks give way to the simulation's; where torch finds
-a real GPU it refuses, and exercise checks (:class:`SimulatedGPU`) record on the real one. The
+a real GPU it refuses, and exercise checks (``TransferRecorder``) record on the real one. The
 C++ part (``guard.cpp``, see :mod:`.native`) is compiled at first use and needs a C++ compiler.
 
 What is simulated, faithfully where the course relies on it (each with a test naming its source):
@@ -26,12 +27,16 @@ What is simulated, faithfully where the course relies on it (each with a test na
 - memory (:mod:`.allocator`): the caching allocator's blocks, segments, counters, snapshots and
   history, ``empty_cache``, ``set_per_process_memory_fraction``, and ``torch.OutOfMemoryError``
   with CUDA's message, raised before the host holds the values;
-- ``torch.distributed`` (:mod:`.distributed`): the ``nccl`` backend where each rank has its own
+- ``torch.distributed`` (:mod:`.nccl`): the ``nccl`` backend where each rank has its own
   GPU, with NCCL's refusals, carried over gloo;
-- ``torch.profiler`` (:mod:`.profiler`) accepts ``ProfilerActivity.CUDA``;
-- for exercise checks: :class:`SimulatedGPU` (:mod:`.records`) records reads, copies and pins;
-  :class:`SimulatedMemory` (:mod:`.memory`) counts a tracker's blocks; :class:`SimulatedQueue`
-  (:mod:`.queue`) runs kernels on a simulated clock, for timers.
+- ``torch.profiler`` (:mod:`.profiler`) accepts ``ProfilerActivity.CUDA``.
+
+What exercise checks use lives in :mod:`gpulab.checks`: the recorder of transfers between host and
+GPU that runs on such a machine, and two smaller simulations of their own (a device's memory
+counters, a queue of kernels on a simulated clock). The names exercise notebooks handed out
+before import them by are kept here: ``SimulatedGPU`` (``gpulab.checks.TransferRecorder``),
+``SimulatedMemory``, ``SimulatedQueue``, ``Copy``, ``Read``, ``FACTORY_OPS`` and ``aten_ops`` are the
+objects of :mod:`gpulab.checks`.
 
 What is not simulated, so that no run here is ever taken for a GPU's:
 
@@ -76,9 +81,14 @@ import importlib
 __all__ = ["Copy", "FACTORY_OPS", "Read", "SimulatedGPU", "SimulatedMemory", "SimulatedQueue", "aten_ops",
            "is_simulating", "running", "start", "stop"]
 
-_LAZY = {"Copy": "records", "FACTORY_OPS": "records", "Read": "records", "SimulatedGPU": "records",
-         "aten_ops": "records", "SimulatedMemory": "memory", "SimulatedQueue": "queue",
-         "running": "install", "start": "install", "stop": "install"}
+# name here: (module, name there); the recorders of gpulab.checks under the names notebooks handed out import
+_LAZY = {"Copy": ("gpulab.checks.transfers", "Copy"), "FACTORY_OPS": ("gpulab.checks.transfers", "FACTORY_OPS"),
+         "Read": ("gpulab.checks.transfers", "Read"), "SimulatedGPU": ("gpulab.checks.transfers", "TransferRecorder"),
+         "aten_ops": ("gpulab.checks.transfers", "aten_ops"),
+         "SimulatedMemory": ("gpulab.checks.device_memory", "SimulatedMemory"),
+         "SimulatedQueue": ("gpulab.checks.kernel_queue", "SimulatedQueue"),
+         "running": (f"{__name__}.install", "running"), "start": (f"{__name__}.install", "start"),
+         "stop": (f"{__name__}.install", "stop")}
 
 
 def is_simulating() -> bool:
@@ -91,6 +101,7 @@ def is_simulating() -> bool:
 def __getattr__(name: str):
     if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    module, there = _LAZY[name]
+    value = getattr(importlib.import_module(module), there)
     globals()[name] = value
     return value

@@ -4,7 +4,7 @@
 bindings go onto ``torch._C`` as soon as it is loaded, before ``torch.cuda`` is imported, so
 ``torch.cuda`` is built as on a CUDA build (its ``Stream`` derives from the simulated stream
 class); the rest follows once ``import torch`` has finished. From a running program (the
-grader's :class:`~gpulab.simulated.records.SimulatedGPU`), both happen at once, and the names
+checks' :class:`~gpulab.checks.transfers.TransferRecorder`), both happen at once, and the names
 ``torch.cuda`` bound at import time are set again. :func:`stop` puts back what was there.
 """
 
@@ -76,7 +76,7 @@ def finish(torch_module) -> None:
     """The second half, once ``import torch`` is done: tensors, files, torch.distributed, the profiler."""
     global _library, _kernels
     import torch.cuda
-    from . import distributed, profiler, serialization, tensors
+    from . import nccl, profiler, serialization, tensors
     # Names torch.cuda bound when it was imported (all of them exist on a CUDA build from the start).
     _set(torch.cuda, "_cudart", torch_module._C._cudart)
     _set(torch.cuda, "_is_in_bad_fork", torch_module._C._cuda_isInBadFork)
@@ -101,7 +101,7 @@ def finish(torch_module) -> None:
             for name, impl in tensors.cuda_kernels().items():
                 _kernels.impl(name, impl, "CUDA")
     serialization.install()
-    for target, name, value in distributed.patches() + profiler.patches():
+    for target, name, value in nccl.patches() + profiler.patches():
         _set(target, name, value)
 
 

@@ -126,7 +126,7 @@ def prepare(replace: bool = False) -> bool:
     """Register the device guard with no GPU yet; False where that cannot be done (a CUDA build, no compiler).
 
     The autograd engine counts CUDA devices once per process, at its first backward: a process
-    that may switch a simulated machine on later (an exercise check's ``SimulatedGPU``) calls this
+    that may switch a simulated machine on later (an exercise check's ``TransferRecorder``) calls this
     first, so that the engine, whenever it starts, has room for the machine's GPUs. torch keeps
     saying there is no GPU until a machine is switched on. ``replace``: this torch is built with
     CUDA and finds no GPU, and its own guard, which has nothing to do, gives way.

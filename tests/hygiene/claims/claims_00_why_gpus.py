@@ -1,10 +1,12 @@
 """Lesson 00's sentences about what a GPU does, and the H100 SXM records that show them
-(see tests/hygiene/test_lessons_agree_with_records.py). ``Claim`` and ``Unshown`` are given by the test.
+(see tests/hygiene/test_lessons_agree_with_records.py).
 
 Each check asserts the sentence's figures at the sentence's rounding. The 00_amdahl panel ran on the
 H100 machine's 16-core host, not on its GPU: the lesson quotes no GPU figure from it."""
 
 import math
+
+from claim_kinds import Claim, Unshown
 
 SOLUTIONS = "solutions/00_why_gpus.ipynb"
 KiB, MiB = 2**10, 2**20

@@ -1,5 +1,5 @@
 """Lesson 01's sentences about what a GPU does, and the H100 SXM records that show them
-(see tests/hygiene/test_lessons_agree_with_records.py). ``Claim`` and ``Unshown`` are given by the test.
+(see tests/hygiene/test_lessons_agree_with_records.py).
 
 Each check asserts the sentence's figures at the sentence's rounding. The H100 run had one GPU
 (``probe["device count"]``): nothing it recorded shows what happens between two GPUs, so the lesson's
@@ -7,6 +7,8 @@ sentences about ``cuda:1`` are listed as unshown, with the PyTorch source that s
 
 from gpulab.timing import crossover, expected_seconds
 from gpulab.widgets import powers_of_two
+
+from claim_kinds import Claim, Unshown
 
 SOLUTIONS = "solutions/01_devices.ipynb"
 MiB = 2**20
@@ -250,7 +252,7 @@ UNSHOWN = [
     Unshown("For a move between CPU and GPU, and for a dtype change, PyTorch moves the data inside the same "
             "Parameter objects", "torch/nn/modules/module.py, Module._apply (param.data = ...); no record holds it"),
     Unshown("On a machine with an NVIDIA GPU they record on the real GPU and need no compiler.",
-            "gpulab/simulated/records.py builds nothing where torch finds a GPU; the H100 run ran every solution "
+            "gpulab/checks/transfers.py builds nothing where torch finds a GPU; the H100 run ran every solution "
             "(records README) but did not record whether its machine had a compiler", where=SOLUTIONS),
     # added
     Unshown("HBM on an A100", "the A100's and H200's memory: their data sheets (the H100's HBM3 is the Claim)"),

@@ -1,5 +1,7 @@
 """Lesson 03's sentences about what a GPU does, and the H100 SXM records that show them
-(see tests/hygiene/test_lessons_agree_with_records.py). ``Claim`` and ``Unshown`` are given by the test."""
+(see tests/hygiene/test_lessons_agree_with_records.py)."""
+
+from claim_kinds import Claim, Unshown
 
 MiB = 2**20
 

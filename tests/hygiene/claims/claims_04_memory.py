@@ -1,10 +1,12 @@
 """Lesson 04's sentences about what a GPU does, and the H100 SXM records that show them
-(see tests/hygiene/test_lessons_agree_with_records.py). ``Claim`` and ``Unshown`` are given by the test.
+(see tests/hygiene/test_lessons_agree_with_records.py).
 
 The probe (``records.probe``) ran in one process on an otherwise idle H100: its training step is
 Linear(1024, 4096) → ReLU → Linear(4096, 1024) on a batch of 256 (tools/gpu-runner/probe.py,
 ``training_step``), so every tensor it holds has a size known here, each a multiple of 512 bytes
 except the loss (4 bytes, one 512-byte block)."""
+
+from claim_kinds import Claim, Unshown
 
 MiB = 2**20
 SOLUTIONS = "solutions/04_memory.ipynb"

@@ -1,10 +1,12 @@
 """Lesson 05's sentences about what a GPU does, and the H100 SXM records that show them
-(see tests/hygiene/test_lessons_agree_with_records.py). ``Claim`` and ``Unshown`` are given by the test.
+(see tests/hygiene/test_lessons_agree_with_records.py).
 
 The records: ``05_matmul`` (matmul TFLOP/s by format, n = 64 … 4096), ``05_step`` (the MLP of width 4096,
 batch 128, with and without autocast), ``05_underflow`` (the gradients' histogram at scale 2¹⁶ and the
 GradScaler's run), ``00_roofline`` (the copy rate measured on the same GPU) and the probe's ``autocast``
 (the dtype of each op under CUDA autocast, float16 and bfloat16)."""
+
+from claim_kinds import Claim, Unshown
 
 SOLUTIONS = "solutions/05_amp.ipynb"
 H100_SXM = "NVIDIA H100 80GB HBM3"          # the SXM5 board's name; the PCIe card calls itself "NVIDIA H100 PCIe"

@@ -1,5 +1,5 @@
 """Lesson 06's sentences about what a GPU does, and the H100 SXM records that show them
-(see tests/hygiene/test_lessons_agree_with_records.py). ``Claim`` and ``Unshown`` are given by the test.
+(see tests/hygiene/test_lessons_agree_with_records.py).
 
 The machine had one GPU, and NCCL needs one per process: its three lesson 06 records (06_allreduce,
 06_gradients, 06_throughput) are gloo between processes on its 16-core host. A claim may say what they
@@ -7,6 +7,8 @@ show — that gloo ran on the host, and a CPU's figures — and never quotes the
 """
 
 import math
+
+from claim_kinds import Claim, Unshown
 
 SOLUTIONS = "solutions/06_multi_gpu.ipynb"
 RECORDS_06 = ("06_allreduce", "06_gradients", "06_throughput")
@@ -171,7 +173,7 @@ UNSHOWN = [
             'with "Duplicate GPU detected" — inside init_process_group when it is given device_id=',
             _ONE_GPU + "; the source is torch/distributed/distributed_c10d.py (device_id: the communicator is "
             "formed at once) and NCCL's init; the simulated node raises the same error at the same place "
-            "(gpulab/simulated/distributed.py)"),
+            "(gpulab/simulated/nccl.py)"),
     Unshown("Nothing has used a GPU before those forks, which is what CUDA asks of a forked process.",
             "CUDA's rule for fork; the H100 run's torchrun ranks ran gloo on the host, and no record holds a fork"),
     Unshown("Over NCCL, all_reduce returns as soon as the work is queued on the GPU, and rank 0 waits at the first "

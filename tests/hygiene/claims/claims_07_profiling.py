@@ -1,5 +1,5 @@
 """Lesson 07's sentences about what a GPU does, and the H100 SXM records that show them
-(see tests/hygiene/test_lessons_agree_with_records.py). ``Claim`` and ``Unshown`` are given by the test.
+(see tests/hygiene/test_lessons_agree_with_records.py).
 
 The records: ``07_profile`` (the panel's profile of two training steps, batch 256, width 2048, float32: the
 top operators by self device time and the trace, kept to depth 2), ``07_sawtooth`` (float16 n × n matmuls for
@@ -9,6 +9,8 @@ n = 4032 … 4160), ``07_cudnn`` (a conv net's steps with ``cudnn.benchmark`` of
 
 import math
 from collections import defaultdict
+
+from claim_kinds import Claim, Unshown
 
 SOLUTIONS = "solutions/07_profiling.ipynb"
 GEMM = ("gemm", "sgemm", "Kernel2")                      # the matmul kernels' names

@@ -1,3 +1,5 @@
+"""gpulab.checks.SimulatedQueue: kernels on a simulated clock, for checks of timers."""
+
 import time
 import timeit
 
@@ -5,7 +7,7 @@ import pytest
 import torch
 
 import gpulab
-from gpulab.simulated import SimulatedQueue
+from gpulab.checks import SimulatedQueue
 
 
 def stopwatch(work, wait=None, wait_first=False):
@@ -101,3 +103,31 @@ def test_the_cpu_runs_its_work_at_once_and_has_no_gpu_to_wait_for():
 def test_only_cuda_and_cpu_are_simulated():
     with pytest.raises(ValueError, match="mps"):
         SimulatedQueue("mps")
+
+
+def test_names_an_answer_took_before_the_block_read_the_simulation_and_are_given_back():
+    # A notebook's answer cell: its own names for the clock and the wait, taken before the check cell ran.
+    answer = {}
+    exec("from time import perf_counter as clock\nfrom torch.cuda import synchronize as wait\n"
+         "def timed(work):\n    wait()\n    start = clock()\n    work()\n    wait()\n    return clock() - start",
+         answer)
+    exec("from gpulab.checks import SimulatedQueue\n"
+         "with SimulatedQueue('cuda') as gpu:\n    seconds = timed(gpu.kernel(2e-3))", answer)
+    assert answer["seconds"] == pytest.approx(2e-3 + 10e-6) and answer["gpu"].syncs == 2
+    assert answer["clock"] is time.perf_counter and answer["wait"] is torch.cuda.synchronize
+
+
+def test_a_queue_entered_through_an_exit_stack_still_reaches_the_notebooks_names(monkeypatch):
+    import contextlib
+    import sys
+    import types
+
+    notebook = types.ModuleType("__main__")
+    exec("from time import perf_counter as clock", vars(notebook))
+    monkeypatch.setitem(sys.modules, "__main__", notebook)
+    with contextlib.ExitStack() as stack:
+        gpu = stack.enter_context(SimulatedQueue("cuda"))
+        start = notebook.clock()
+        gpu.kernel(1e-3)()
+        assert notebook.clock() - start == pytest.approx(10e-6)
+    assert notebook.clock is time.perf_counter

@@ -1,4 +1,4 @@
-"""The records exercise checks grade behaviour with: they must see every read, copy and pin."""
+"""gpulab.checks.TransferRecorder, the records exercise checks grade behaviour with: every read, copy and pin."""
 
 import pytest
 import torch
@@ -6,7 +6,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 import gpulab
-from gpulab.simulated import FACTORY_OPS, SimulatedGPU, aten_ops
+from gpulab.checks import FACTORY_OPS, TransferRecorder, aten_ops
 
 
 def losses_on(device, steps=6):
@@ -35,14 +35,14 @@ def losses_on(device, steps=6):
     (lambda ls: torch.empty(6).copy_(torch.stack(ls)).tolist(), 1),
 ])
 def test_every_way_of_reading_values_on_the_host_is_counted_once_per_read(read, count):
-    with SimulatedGPU() as gpu:
+    with TransferRecorder() as gpu:
         values = read(losses_on("cuda"))
     assert len(gpu.reads) == count, gpu.reads
     assert len(values) == 6
 
 
 def test_nothing_is_read_while_work_stays_on_the_device():
-    with SimulatedGPU() as gpu:
+    with TransferRecorder() as gpu:
         total = torch.stack(losses_on(torch.device("cuda"))).sum()
         assert total.device.type == "cuda"
     assert gpu.reads == []
@@ -50,7 +50,7 @@ def test_nothing_is_read_while_work_stays_on_the_device():
 
 def test_the_machine_looks_like_it_has_one_cuda_gpu_inside_and_not_outside():
     real = (torch.cuda.is_available(), torch.accelerator.is_available(), gpulab.best_device())
-    with SimulatedGPU() as gpu:
+    with TransferRecorder() as gpu:
         assert torch.cuda.is_available() and torch.accelerator.is_available()
         assert gpulab.best_device() == torch.device("cuda", 0)
         assert torch.device("cuda").type == "cuda"                 # naming a device is left alone
@@ -63,7 +63,7 @@ def test_the_machine_looks_like_it_has_one_cuda_gpu_inside_and_not_outside():
 
 
 def test_copies_to_the_gpu_record_size_pinning_and_non_blocking():
-    with SimulatedGPU() as gpu:
+    with TransferRecorder() as gpu:
         pinned = torch.ones(16, pin_memory=True)
         also_pinned = torch.ones(4).pin_memory()
         assert pinned.is_pinned() and also_pinned.is_pinned() and not torch.ones(1).is_pinned()
@@ -77,7 +77,7 @@ def test_copies_to_the_gpu_record_size_pinning_and_non_blocking():
 
 def test_a_model_trains_and_a_dataloader_pins_on_the_training_thread():
     data = TensorDataset(torch.randn(64, 4), torch.randn(64, 1))
-    with SimulatedGPU() as gpu:
+    with TransferRecorder() as gpu:
         model = nn.Linear(4, 1).to("cuda")
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
         for x, y in DataLoader(data, batch_size=32, pin_memory=True):
@@ -93,11 +93,11 @@ def test_a_model_trains_and_a_dataloader_pins_on_the_training_thread():
 
 
 def test_made_on_the_device_is_told_apart_from_copied_there():
-    with SimulatedGPU() as made:
+    with TransferRecorder() as made:
         torch.randn(32, 100, device="cuda")
         with torch.device("cuda"):
             torch.randn(32, 100)
-    with SimulatedGPU() as copied:
+    with TransferRecorder() as copied:
         torch.randn(32, 100).to("cuda")
     assert made.copies == [] and [c.shape for c in copied.copies] == [(32, 100)]
 

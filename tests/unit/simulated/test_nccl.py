@@ -1,4 +1,4 @@
-"""torch.distributed's nccl backend on a simulated node (gpulab.simulated.distributed), carried over gloo.
+"""torch.distributed's nccl backend on a simulated node (gpulab.simulated.nccl), carried over gloo.
 
 Ranks run under torchrun (``python -m torch.distributed.run``), or as plain processes where the
 rendezvous is ``tcp://`` or ``store=``, with ``GPULAB_SIMULATE=2xh100``; each writes its results to

@@ -19,7 +19,11 @@ Inside the ``with`` block time stands still except as the simulation moves it:
   the host's clock to the moment the device's queue is empty; ``torch.cuda.Event`` records when
   the queue reaches it (``elapsed_time`` before the end event has happened raises, as CUDA does);
 - on ``"cpu"`` the machine has no accelerator: ``torch.cuda`` and ``torch.accelerator`` say so,
-  and their synchronize functions raise as they do on a machine without a GPU.
+  and their synchronize functions raise as they do on a machine without a GPU;
+- each of these is replaced wherever code finds it (:func:`~.replace.everywhere`): names an answer
+  took before the block (``from time import perf_counter``, ``from torch.cuda import synchronize``)
+  in the module that enters the block, in a notebook's globals and in any loaded module read the
+  simulation too.
 
 Nothing real is timed or computed: the simulation is for what a timer does, not for numbers.
 """
@@ -27,11 +31,14 @@ Nothing real is timed or computed: the simulation is for what a timer does, not 
 from __future__ import annotations
 
 import contextlib
+import sys
 import time
 import timeit
-from unittest import mock
 
 import torch
+
+from .device_presence import no_accelerator, no_gpu, presence_patches
+from .replace import everywhere
 
 __all__ = ["Kernel", "SimulatedQueue"]
 
@@ -165,50 +172,23 @@ class SimulatedQueue:
         gpu = self.device.type == "cuda"
         patches = presence_patches(gpu)
         patches[torch.cuda].update({
-            "synchronize": self.synchronize if gpu else _no_gpu, "Event": Event if gpu else _no_gpu,
-            "current_stream": (lambda device=None: Stream()) if gpu else _no_gpu, "device": on_device})
+            "synchronize": self.synchronize if gpu else no_gpu, "Event": Event if gpu else no_gpu,
+            "current_stream": (lambda device=None: Stream()) if gpu else no_gpu, "device": on_device})
         if torch.accelerator in patches:
-            patches[torch.accelerator]["synchronize"] = self.synchronize if gpu else _no_accelerator
+            patches[torch.accelerator]["synchronize"] = self.synchronize if gpu else no_accelerator
         return patches
 
     def __enter__(self) -> "SimulatedQueue":
+        namespace = sys._getframe(1).f_globals      # the module entering the block: names it took before
+        clocks = self._clocks()
+        replacements = {time: clocks, timeit: {"default_timer": clocks["perf_counter"]}, **self._device_patches()}
         stack = contextlib.ExitStack()
-        for name, clock in self._clocks().items():
-            stack.enter_context(mock.patch.object(time, name, clock))
-        stack.enter_context(mock.patch.object(timeit, "default_timer", self._clocks()["perf_counter"]))
-        for target, names in self._device_patches().items():
-            for name, value in names.items():
-                stack.enter_context(mock.patch.object(target, name, value, create=True))
+        for owner, functions in replacements.items():
+            for name, replacement in functions.items():
+                stack.enter_context(everywhere(owner, name, replacement, namespace, main=True, create=True))
         self._stack = stack
         return self
 
     def __exit__(self, *exc_info) -> None:
         stack, self._stack = self._stack, None
         stack.close()
-
-
-def presence_patches(gpu: bool) -> dict:
-    """What ``torch.cuda``, ``torch.backends.mps`` and ``torch.accelerator`` answer about which
-    devices there are, on a simulated machine with one CUDA GPU (``gpu``) or none:
-    ``{module: {name: replacement}}``, for the simulations to extend and apply."""
-    patches = {
-        torch.cuda: {"is_available": lambda: gpu, "device_count": lambda: int(gpu), "current_device": lambda: 0,
-                     "is_initialized": lambda: gpu, "get_device_name": lambda *a, **k: "Simulated GPU"},
-        torch.backends.mps: {"is_available": lambda: False},
-    }
-    accelerator = getattr(torch, "accelerator", None)
-    if accelerator is not None:
-        patches[accelerator] = {
-            "is_available": lambda *a, **k: gpu, "device_count": lambda: int(gpu),
-            "current_accelerator": lambda *a, **k: torch.device("cuda") if gpu else None,
-            "current_device_index": lambda: 0 if gpu else -1,
-        }
-    return patches
-
-
-def _no_gpu(*args, **kwargs):
-    raise RuntimeError("this (simulated) machine has no CUDA GPU")
-
-
-def _no_accelerator(*args, **kwargs):
-    raise RuntimeError("Cannot access accelerator device when none is available.")

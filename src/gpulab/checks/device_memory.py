@@ -19,12 +19,15 @@ count the blocks a test allocates, exactly::
   counters: allocated, peak, reserved, free memory; ``synchronize`` does nothing.
 - By default nothing is cached: reserved equals allocated and ``empty_cache`` does nothing.
   With ``cache=True`` the blocks go through the model of PyTorch's caching allocator
-  (:mod:`.allocator`), so that allocated and reserved differ as on a GPU: reserved grows by whole
+  (:mod:`gpulab.simulated.allocator`), so that allocated and reserved differ as on a GPU: reserved grows by whole
   segments, and a freed block stays reserved for reuse (allocated falls, reserved does not) until
   ``empty_cache`` or an allocation that would not fit otherwise gives it back. Sizes are rounded
   as there (to 512 bytes; segments of 2 MiB, 20 MiB, or the size rounded to 2 MiB).
 - On ``"cpu"`` the machine has no accelerator: ``is_available()`` is False, and the CUDA and
   accelerator memory functions raise, as on a machine without a GPU.
+- Each function is replaced wherever code finds it (:func:`~.replace.everywhere`): a tracker that
+  took ``from torch.cuda import memory_allocated`` before the block, in the module that enters it,
+  in a notebook's globals or in any loaded module, reads the simulated counters too.
 
 Nothing is really allocated: a block is a number of bytes.
 """
@@ -35,12 +38,12 @@ import collections
 import contextlib
 import sys
 import weakref
-from unittest import mock
 
 import torch
 
-from .allocator import DeviceAllocator
-from .queue import _no_gpu, presence_patches
+from ..simulated.allocator import DeviceAllocator
+from .device_presence import no_gpu, presence_patches
+from .replace import everywhere
 
 __all__ = ["Block", "SimulatedMemory"]
 
@@ -57,12 +60,6 @@ class Block:
     def free(self) -> None:
         """Give the bytes back now (also done when the block is garbage)."""
         self._free()
-
-
-def _put_back(swaps) -> None:
-    for holder, key, held, swap in reversed(swaps):
-        if holder.get(key) is swap:
-            holder[key] = held
 
 
 class SimulatedMemory:
@@ -188,7 +185,7 @@ class SimulatedMemory:
         if self._allocator is not None:
             memory_functions = self._cached_patches()
         if not gpu:    # a machine without a GPU: every memory function refuses, as there
-            memory_functions = dict.fromkeys(memory_functions, _no_gpu)
+            memory_functions = dict.fromkeys(memory_functions, no_gpu)
         patches = presence_patches(gpu)
         patches[torch.cuda].update({name: f for name, f in memory_functions.items() if name != "get_memory_info"})
         for module in (getattr(torch.cuda, "memory", None), getattr(torch, "accelerator", None),
@@ -200,31 +197,13 @@ class SimulatedMemory:
         return patches
 
     def __enter__(self) -> "SimulatedMemory":
-        # Swapped wherever code finds them, as gpulab.grading.patched does for checks: in every loaded module that
-        # holds the same function under the same name, and in the caller's module, for names it took before
-        # (`from torch.cuda import memory_allocated`). One pass over the modules' own dicts: no lazy attribute runs.
-        namespace = sys._getframe(1).f_globals
+        namespace = sys._getframe(1).f_globals      # the module entering the block: names it took before
         stack = contextlib.ExitStack()
-        replacing: dict[tuple[str, int], object] = {}
-        for target, names in self._patches().items():
-            for name, value in names.items():
-                if name in vars(target) or hasattr(target, name):
-                    replacing.setdefault((name, id(getattr(target, name))), value)
-                    stack.enter_context(mock.patch.object(target, name, value))
-                else:
-                    stack.enter_context(mock.patch.object(target, name, value, create=name in ("is_available",)))
-        by_name: dict[str, dict[int, object]] = {}
-        for (name, ident), value in replacing.items():
-            by_name.setdefault(name, {})[ident] = value
-        holders = [vars(module) for module in list(sys.modules.values()) if hasattr(module, "__dict__")]
-        swaps = [(holder, name, held, by_name[name][id(held)]) for holder in holders for name in by_name
-                 if id(held := holder.get(name)) in by_name[name]]
-        anywhere = {ident: value for values in by_name.values() for ident, value in values.items()}
-        swaps += [(namespace, key, held, anywhere[id(held)]) for key, held in list(namespace.items())
-                  if id(held) in anywhere and callable(held)]
-        for holder, key, held, swap in swaps:
-            holder[key] = swap
-        stack.callback(_put_back, swaps)
+        for owner, functions in self._patches().items():
+            for name, replacement in functions.items():
+                # is_available is simulated even where this torch's accelerator lacks it
+                stack.enter_context(everywhere(owner, name, replacement, namespace, main=True,
+                                               create=name == "is_available"))
         self._stack = stack
         return self
 

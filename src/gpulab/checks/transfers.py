@@ -1,10 +1,10 @@
 """What crossed between host and GPU: the records exercise checks grade behaviour with.
 
-A check runs a student's code inside :class:`SimulatedGPU` and looks at what it did, however it
+A check runs a student's code inside :class:`TransferRecorder` and looks at what it did, however it
 was written: how often a training loop read values back to the host, whether a batch was made on
 the GPU or copied there, whether a copy's source was pinned::
 
-    with SimulatedGPU() as gpu:
+    with TransferRecorder() as gpu:
         run_and_log(50, "cuda")
     assert len(gpu.reads) == 1
 
@@ -35,13 +35,13 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from ..checks.replace import everywhere
+from .replace import everywhere
 
-__all__ = ["Copy", "FACTORY_OPS", "Read", "SimulatedGPU", "aten_ops"]
+__all__ = ["Copy", "FACTORY_OPS", "Read", "TransferRecorder", "aten_ops"]
 
 if not torch.cuda.is_available():
     # Before the answer under check runs its first backward (see native.prepare): a check imports this.
-    from . import native
+    from ..simulated import native
     native.prepare(replace=torch.backends.cuda.is_built())
 
 # aten operators that make a new tensor from nothing: what a timed function should not call.
@@ -81,7 +81,7 @@ def _on_host(value: Any) -> bool:
 class _Operations(TorchDispatchMode):
     """Sees every operation below autograd: the reads and copies among them are recorded."""
 
-    def __init__(self, gpu: "SimulatedGPU"):
+    def __init__(self, gpu: "TransferRecorder"):
         super().__init__()
         self.gpu = gpu
 
@@ -112,7 +112,7 @@ class _Operations(TorchDispatchMode):
 class _Formatting(TorchFunctionMode):
     """Printing a GPU tensor, and ``torch.tensor`` of GPU tensors: one read each, however many ops."""
 
-    def __init__(self, gpu: "SimulatedGPU"):
+    def __init__(self, gpu: "TransferRecorder"):
         super().__init__()
         self.gpu = gpu
 
@@ -141,7 +141,7 @@ def _gpu_tensors(data: Any):
         yield data
 
 
-class SimulatedGPU:
+class TransferRecorder:
     """A context manager that records what crosses between host and GPU (see the module).
 
     ``machine`` names the simulated machine to run on where there is no GPU (``"t4"``, ``"2xh100"`` …).
@@ -179,19 +179,19 @@ class SimulatedGPU:
 
     # -- entering and leaving
 
-    def __enter__(self) -> "SimulatedGPU":
-        from . import install
+    def __enter__(self) -> "TransferRecorder":
+        from ..simulated import install
         stack = contextlib.ExitStack()
         if not torch.cuda.is_available():
             install.start(self.machine)
             stack.callback(install.stop)
         # Counted wherever code finds them: `from torch.cuda import synchronize` taken before counts too.
         stack.enter_context(everywhere(torch.cuda, "synchronize", self._counting(torch.cuda.synchronize),
-                                             main=True))
+                                       main=True))
         accelerator = getattr(torch, "accelerator", None)
         if accelerator is not None and hasattr(accelerator, "synchronize"):
             stack.enter_context(everywhere(accelerator, "synchronize", self._counting(accelerator.synchronize),
-                                                 main=True))
+                                           main=True))
         stack.enter_context(_Operations(self))
         stack.enter_context(_Formatting(self))
         self._stack = stack

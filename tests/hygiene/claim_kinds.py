@@ -1,0 +1,26 @@
+"""What a claim module lists (tests/hygiene/claims/claims_NN_name.py): the sentences records show, and those
+they cannot, each quoted from where it is written."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """``sentence``, quoted from ``where`` (a path from the repository root; the lesson itself by default), and
+    ``check(records)``, which asserts that the records show it."""
+
+    sentence: str
+    check: Callable[..., None]              # check(records): asserts what the sentence says of them
+    where: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Unshown:
+    """A sentence about a GPU, quoted from ``where``, that no shipped record can show, and ``why``."""
+
+    sentence: str
+    why: str
+    where: str | None = None
