@@ -7,7 +7,8 @@
 # make test-simulated — only the whole course on a simulated T4 and a node of four H100s (part of make test)
 # make test-versions — every lesson and solution on the oldest torch pyproject.toml admits and on the
 #                 newest release, each in its own .venv-torch-VERSION, on the CPU and a simulated T4
-# make test-gpu — on a CUDA machine: every test with no CUDA test skipped, then reference records
+# make test-gpu — on a CUDA machine: the GPU run in parts of at most 8 minutes, most valuable first (reference
+#                 records and lessons, CUDA tests, solutions, answers); PART=records (or another) runs one
 
 PYTHON ?= python3
 VENV := .venv
@@ -90,16 +91,19 @@ TORCH_NEWEST ?= 2.15.0
 test-versions:
 	tools/test-versions.sh $(TORCH_OLDEST) $(TORCH_NEWEST)
 
-# The GPU runner. GPU_PYTHON is the Python to test with: .venv's by default; on a prepared offline
-# machine tools/gpu-runner/run.sh passes its own. PYTEST_ARGS narrows the suite when needed.
+# The GPU runner: tools/gpu-runner/parts.py runs PART (default all: every part, most valuable first), each
+# under GPU_PART_LIMIT_S, into $(GPU_OUT)/PART/ (logs, records, result.txt); `parts.py --help` lists the
+# parts. GPU_PYTHON is the Python to test with: .venv's by default; on a prepared offline machine
+# tools/gpu-runner/run.sh calls parts.py with its own. BENCH_OUT, if set, is where the bench's records go.
 GPU_PYTHON ?= $(VENV)/bin/python
-BENCH_OUT ?= bench-results
-PYTEST_ARGS ?=
+GPU_OUT ?= gpu-run
+PART ?= all
+GPU_PART_LIMIT_S ?= 480
+BENCH_OUT ?=
 
 test-gpu: $(if $(filter $(VENV)/bin/python,$(GPU_PYTHON)),$(VENV)/.installed)
 	$(if $(shell $(GPU_PYTHON) -c 'import torch; print(torch.cuda.is_available() or "")' 2>/dev/null),,$(error make test-gpu needs a CUDA GPU, and $(GPU_PYTHON)'s torch finds none on this machine))
-	GPULAB_REQUIRE_CUDA=1 $(GPU_PYTHON) -m pytest $(PYTEST_ARGS)
-	$(GPU_PYTHON) -m gpulab bench $(BENCH_OUT)
+	$(GPU_PYTHON) tools/gpu-runner/parts.py $(GPU_OUT) $(PART) --limit $(GPU_PART_LIMIT_S) $(if $(BENCH_OUT),--bench-out $(BENCH_OUT))
 
 clean:
 	rm -rf $(VENV) $(VENV_COLAB) .venv-torch-* build src/*.egg-info

@@ -69,7 +69,8 @@ def prune(dest: Path, have: set[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--python", default="3.12", help="the GPU machine's Python version (default: 3.12)")
-    parser.add_argument("--dest", type=Path, default=HERE / "wheels", help="where the wheels go (default: wheels/ here)")
+    parser.add_argument("--dest", type=Path, default=HERE / "wheels",
+                        help="where the wheels go (default: wheels/ here)")
     args = parser.parse_args(argv)
     args.dest.mkdir(parents=True, exist_ok=True)
     wanted = requirements()
