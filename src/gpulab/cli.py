@@ -43,11 +43,10 @@ def _assign(args: argparse.Namespace) -> int:
 
 
 def _grade(args: argparse.Namespace) -> int:
-    import csv
     import importlib.util
-    import json
 
     from . import grading
+    from .grading import reports
 
     def refuse(message: str) -> int:
         print(f"gpulab grade: {message}", file=sys.stderr)
@@ -73,43 +72,29 @@ def _grade(args: argparse.Namespace) -> int:
             return refuse(str(result))
         print(result.table())
         if args.json:
-            Path(args.json).write_text(json.dumps(result.as_dict(), indent=2) + "\n", encoding="utf-8")
+            reports.write_report(result, args.json)
         return 0
 
-    reports = Path(args.reports) if args.reports else (Path(args.csv).with_suffix("") if args.csv else None)
-    if reports is not None:
-        reports.mkdir(parents=True, exist_ok=True)
-    columns: list[str] = []
-    for result in results:
-        if isinstance(result, grading.Report):
-            columns += [exercise for exercise in result.by_exercise() if exercise not in columns]
-    rows = []
+    folder = Path(args.reports) if args.reports else (Path(args.csv).with_suffix("") if args.csv else None)
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
     for (student, path), result in zip(found, results):
-        row = {"student": student, "submission": str(path)}
         if isinstance(result, grading.SubmissionError):
-            row.update(status=str(result))
             print(f"{student}: not graded: {result}")
-        else:
-            row.update(lesson=result.lesson, total=f"{result.total:g}", max=f"{result.max_total:g}",
-                       status="; ".join(result.notes) or "graded")
-            row.update({exercise: f"{points:g}" for exercise, (points, _) in result.by_exercise().items()})
-            print(f"{student}: {result.total:g} / {result.max_total:g}" + "".join(f" · {n}" for n in result.notes))
-            if reports is not None:
-                name = "__".join(path.relative_to(args.submission[0]).with_suffix("").parts) \
-                    if Path(args.submission[0]).is_dir() else path.stem
-                (reports / f"{name}.json").write_text(json.dumps(result.as_dict(), indent=2) + "\n", encoding="utf-8")
-        rows.append(row)
+            continue
+        print(f"{student}: {result.total:g} / {result.max_total:g}" + "".join(f" · {n}" for n in result.notes))
+        if folder is not None:
+            reports.write_report(result, folder / f"{reports.report_name(path, Path(args.submission[0]))}.json")
     if args.csv:
-        with open(args.csv, "w", newline="", encoding="utf-8") as handle:
-            writer = csv.DictWriter(handle, ["student", "submission", "lesson", *columns, "total", "max", "status"])
-            writer.writeheader()
-            writer.writerows(rows)
-        print(f"{len(rows)} submission(s) → {args.csv}" + (f", reports in {reports}" if reports else ""))
+        graded = [(student, path, result) for (student, path), result in zip(found, results)]
+        rows = reports.write_gradebook(args.csv, graded)
+        print(f"{rows} submission(s) → {args.csv}" + (f", reports in {folder}" if folder else ""))
     return 0
 
 
 def _autograder(args: argparse.Namespace) -> int:
-    from . import gradescope, grading
+    from . import grading
+    from .grading import gradescope
 
     try:
         target = gradescope.build(args.lesson, Path(args.gradescope), solutions=args.solutions, timeout=args.timeout,

@@ -12,11 +12,11 @@ a file it can import. So a lesson writes its script to a file and starts it with
   :class:`DistributedTimeout` when the ranks do not finish in time (a hang);
 - leaves nothing running: on success, failure, timeout or an interrupt, every process it
   started is ended, its workers included (torchrun starts each in a session of its own);
-- starts fast: a small Python that has loaded torchrun's code once forks a fresh torchrun for
-  every run (the ``torchrun`` command's own ``main``, with the same arguments), and from torch 2.11
-  on that torchrun forks each rank where it would start ``python -u SCRIPT ARGS`` (same script, arguments,
-  environment, session and log files), so neither waits the seconds a new Python takes to import
-  torch. Nothing has touched a GPU before those forks, as CUDA requires.
+- starts fast: a small Python (``_torchrun_launcher.py``, run by path) that has loaded torchrun's code
+  once forks a fresh torchrun for every run (the ``torchrun`` command's own ``main``, with the same
+  arguments), and from torch 2.11 on that torchrun forks each rank where it would start
+  ``python -u SCRIPT ARGS`` (same script, arguments, environment, session and log files), so neither
+  waits the seconds a new Python takes to import torch. Nothing has touched a GPU before those forks, as CUDA requires.
 
 Inside the script, :func:`init_process_group` joins the group with the backend the hardware
 allows (NCCL where every process has a CUDA GPU of its own, gloo on CPU processes otherwise) and
@@ -41,15 +41,20 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Callable
 
+from . import _processes
+
 __all__ = ["DistributedError", "DistributedTimeout", "RankFailed", "Run", "backend_for", "finish", "init_process_group",
-           "other_processes", "remove_scratch_folder", "report_progress", "save_result", "scratch_folder", "startup_s",
-           "torchrun"]
+           "remove_scratch_folder", "report_progress", "save_result", "scratch_folder", "startup_s", "torchrun"]
 
 RESULT_VARIABLE = "GPULAB_RESULT"
 PROGRESS_VARIABLE = "GPULAB_PROGRESS"
 BACKEND_VARIABLE = "GPULAB_BACKEND"
 MARK_VARIABLE = "GPULAB_RUN"        # every process a run starts inherits it: how the leftovers are found
 RANKS_VARIABLE = "GPULAB_RANKS"     # where torchrun notes each rank it forks ("pid start-time" a line)
+# Run by path, each a Python of its own: the launcher that forks a torchrun for every run, and the janitor that
+# removes a killed Python's scratch folder.
+_LAUNCHER_SCRIPT = Path(__file__).with_name("_torchrun_launcher.py")
+_JANITOR = Path(__file__).with_name("_scratch_janitor.py")
 
 
 class DistributedError(RuntimeError):
@@ -173,16 +178,10 @@ def scratch_folder() -> Path:
         _SCRATCH = Path(tempfile.mkdtemp(prefix=f"gpulab-scripts-{os.getpid()}-"))
         atexit.register(shutil.rmtree, _SCRATCH, ignore_errors=True)
         # A kernel that is killed runs no atexit: a small process of its own removes the folder then.
-        subprocess.Popen([sys.executable, "-c", _JANITOR, str(_SCRATCH), str(os.getpid())], stdin=subprocess.DEVNULL,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        subprocess.Popen([sys.executable, "-I", "-S", str(_JANITOR), str(_SCRATCH), str(os.getpid())],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
     return _SCRATCH
-
-
-_JANITOR = """import os, shutil, sys, time
-while os.getppid() == int(sys.argv[2]):
-    time.sleep(0.2)
-shutil.rmtree(sys.argv[1], ignore_errors=True)
-"""
 
 
 def remove_scratch_folder() -> None:
@@ -245,221 +244,16 @@ def _unprefixed(line: str) -> str:
     return line
 
 
-def other_processes(part: str):
-    """(pid, bytes) of ``/proc/PID/<part>`` (``cmdline``, ``environ``) for every readable process but this one.
-
-    Nothing where there is no /proc (macOS, Windows).
-    """
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return
-    for entry in proc.iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            yield int(entry.name), (entry / part).read_bytes()
-        except OSError:
-            continue
-
-
-def _marked_processes(mark: str) -> list[int]:
-    """The processes (other than this one) whose environment carries ``MARK_VARIABLE=mark``."""
-    needle = f"{MARK_VARIABLE}={mark}".encode()
-    return [pid for pid, environ in other_processes("environ") if needle in environ.split(b"\0")]
-
-
 def _forked_ranks(note: Path) -> list[int]:
     """The ranks torchrun forked (noted in ``note``, RANKS_VARIABLE) that still run: the same pid, started when noted."""
     alive = []
     for line in _read(note).splitlines():
         pid, started = line.split()
-        fields = _stat(int(pid))
+        fields = _processes.stat_fields(int(pid))
         if fields and fields[19] == started and fields[0] not in ("Z", "X"):
             alive.append(int(pid))
     return alive
 
-
-def _stat(pid: int) -> list[str]:
-    """``/proc/PID/stat``'s fields after the command's name (state first, start time at 19); [] once it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return []
-
-
-# The launcher: a Python that imports torchrun's code once, then forks a torchrun for each run it is
-# sent (the path of a JSON request on its stdin). The fork is the torchrun command, arguments and
-# all, minus the two seconds a new Python spends importing torch; and it forks its ranks (Worker)
-# where the command would start a new Python for each. The launcher takes a request by
-# renaming its file, so a run stopped before that is withdrawn by deleting the file. Each torchrun
-# gets a session of its own; the launcher writes its pid to the request's pid file, and the torchrun
-# writes its exit status to the status file as it ends. The launcher ends when the Python that
-# started it closes its stdin (it exits, or is killed).
-_LAUNCHER_CODE = r"""
-import atexit, io, json, os, runpy, signal, subprocess, sys, time, traceback, warnings
-STARTED_WITH = dict(os.environ)
-signal.signal(signal.SIGINT, signal.SIG_IGN)            # interrupts are the notebook's to handle
-import torch
-import torch.distributed.run as torchrun
-from torch.distributed.elastic.multiprocessing.subprocess_handler import subprocess_handler
-signal.signal(signal.SIGCHLD, signal.SIG_IGN)           # every torchrun forked here is reaped as it ends
-
-
-class Worker:
-    # A rank that torchrun starts as `python -u SCRIPT ARGS`, forked from torchrun itself, which has imported
-    # torch: the same script, arguments, environment, session and log files, without the seconds a new Python
-    # takes to import torch. torchrun watches it as it watches a subprocess.Popen.
-    def __init__(self, args, env, stdout, stderr, start_new_session):
-        self.args, self.returncode = args, None
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)     # Python 3.12+: "this process is multi-threaded"
-            self.pid = os.fork()
-        if self.pid == 0:
-            run_worker(args, env, stdout, stderr, start_new_session)
-        # A forked rank's /proc/PID/environ is still the launcher's, without the run's mark: the run finds its
-        # ranks (and, through their sessions, what they fork) by this note instead.
-        if env.get("GPULAB_RANKS"):
-            with open(f"/proc/{self.pid}/stat") as stat, open(env["GPULAB_RANKS"], "a") as note:
-                note.write(f"{self.pid} {stat.read().rsplit(')', 1)[1].split()[19]}\n")
-
-    def poll(self):
-        if self.returncode is None:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                self.returncode = os.waitstatus_to_exitcode(status)
-        return self.returncode
-
-    def wait(self, timeout=None):
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self.poll() is None:
-            if deadline is not None and time.monotonic() >= deadline:
-                raise subprocess.TimeoutExpired(self.args, timeout)
-            time.sleep(0.01)
-        return self.returncode
-
-    def send_signal(self, sig):
-        if self.poll() is None:
-            os.kill(self.pid, sig)
-
-    def terminate(self):
-        self.send_signal(signal.SIGTERM)
-
-    def kill(self):
-        self.send_signal(signal.SIGKILL)
-
-
-def run_worker(args, env, stdout, stderr, start_new_session):
-    code = 1
-    try:
-        if start_new_session:
-            os.setsid()
-        for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGCHLD, signal.SIGUSR1, signal.SIGUSR2):
-            signal.signal(number, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        for fd, file in ((1, stdout), (2, stderr)):
-            if file is not None:
-                os.dup2(file.fileno(), fd)
-        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", write_through=True)
-        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace",
-                                      write_through=True)
-        os.environ.clear()
-        os.environ.update(env)
-        if env.get("OMP_NUM_THREADS", "").isdigit():
-            torch.set_num_threads(int(env["OMP_NUM_THREADS"]))
-        atexit._clear()                                     # torchrun's own; the script's run as it exits
-        sys.argv = list(args[2:])
-        sys.path[0] = os.path.dirname(os.path.abspath(args[2]))
-        try:
-            runpy.run_path(args[2], run_name="__main__")
-            code = 0
-        except SystemExit as exit:                      # as Python ends on sys.exit(code)
-            code = exit.code if isinstance(exit.code, int) else int(exit.code is not None)
-            if code and not isinstance(exit.code, int):
-                print(exit.code, file=sys.stderr)
-        except BaseException:
-            traceback.print_exc()
-        atexit._run_exitfuncs()
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:
-                pass
-        os._exit(code)
-
-
-# What a Python reads as it starts, before any script: where a run's environment changes one of these, its ranks
-# start as new Pythons.
-AT_START = ("GPULAB_SIMULATE", "CUDA_VISIBLE_DEVICES", "PYTHONPATH", "PYTHONHOME", "LD_PRELOAD", "LD_LIBRARY_PATH",
-            "PYTHONSAFEPATH", "PYTHONNOUSERSITE")
-STARTED_WITH = {name: STARTED_WITH.get(name) for name in AT_START}
-
-
-# Forked ranks are tested on torch 2.11, 2.13 and 2.15; on 2.6 a rank's DataLoader hung when forked.
-FORKS = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 11)
-
-
-def popen(args, env=None, stdout=None, stderr=None, start_new_session=False, **other):
-    args = [str(a) for a in args]
-    env = dict(os.environ if env is None else env)
-    if (not FORKS or other or len(args) < 3 or args[:2] != [sys.executable, "-u"] or args[2].startswith("-")
-            or any(env.get(name) != value for name, value in STARTED_WITH.items())):
-        return subprocess.Popen(args, env=env, stdout=stdout, stderr=stderr, start_new_session=start_new_session,
-                                **other)
-    return Worker(args, env, stdout, stderr, start_new_session)
-
-
-def forking_popen(handler, args, env):
-    return popen(args, env=env, stdout=handler._stdout, stderr=handler._stderr, start_new_session=True)
-
-
-subprocess_handler.SubprocessHandler._popen = forking_popen     # how torchrun starts a rank, torch 2.6 to 2.15
-
-def write(path, text):
-    with open(path + ".partial", "w") as file:
-        file.write(text)
-    os.replace(path + ".partial", path)
-
-for line in sys.stdin:
-    path = line.strip()
-    try:
-        os.rename(path, path + ".taken")                # unless the run was withdrawn meanwhile
-        with open(path + ".taken") as file:
-            request = json.load(file)
-    except (OSError, ValueError):
-        continue
-    pid = os.fork()
-    if pid:
-        write(request["pid_file"], str(pid))
-        continue
-    code = 1
-    try:
-        os.setsid()
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
-        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-        os.environ.clear()
-        os.environ.update(request["env"])
-        os.chdir(request["cwd"])
-        try:
-            torchrun.main(request["argv"])
-            code = 0
-        except SystemExit as exit:
-            code = exit.code if isinstance(exit.code, int) else int(exit.code is not None)
-        except BaseException:
-            traceback.print_exc()
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        try:
-            write(request["status_file"], str(code))
-        finally:
-            os._exit(code)
-"""
 
 _LAUNCHER: subprocess.Popen | None = None
 
@@ -475,7 +269,7 @@ def _launcher() -> subprocess.Popen | None:
         return None
     if _LAUNCHER is None or _LAUNCHER.poll() is not None:
         log = open(scratch_folder() / "launcher.log", "ab")
-        _LAUNCHER = subprocess.Popen([sys.executable, "-c", _LAUNCHER_CODE], stdin=subprocess.PIPE,
+        _LAUNCHER = subprocess.Popen([sys.executable, str(_LAUNCHER_SCRIPT)], stdin=subprocess.PIPE,
                                      stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
         log.close()
         atexit.register(_end_launcher, _LAUNCHER)
@@ -561,7 +355,7 @@ def _stop(process: subprocess.Popen | _Forked, mark: str, ranks: Path, grace_s: 
             time.sleep(0.01)                           # taken: forked in a moment
 
     def left():
-        return set(_marked_processes(mark)) | set(_forked_ranks(ranks))
+        return set(_processes.processes_marked(MARK_VARIABLE, mark)) | set(_forked_ranks(ranks))
 
     def signal_all(sig):
         targets = left()
@@ -593,13 +387,8 @@ def _stop(process: subprocess.Popen | _Forked, mark: str, ranks: Path, grace_s: 
     # A killed process may take a moment to go (a CUDA build of torch has gigabytes to unmap); while it does,
     # its /proc environment already reads empty. Gone means gone, or a zombie left for its parent to reap.
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and any(_running(pid) for pid in signalled):
+    while time.monotonic() < deadline and any(_processes.running(pid) for pid in signalled):
         time.sleep(0.02)
-
-
-def _running(pid: int) -> bool:
-    fields = _stat(pid)
-    return bool(fields) and fields[0] not in ("Z", "X")
 
 
 class _LogTail:

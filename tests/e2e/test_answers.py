@@ -31,7 +31,8 @@ from pathlib import Path
 
 import pytest
 
-from gpulab import course, grading, sandbox
+from gpulab import course, grading
+from gpulab.grading import notebooks, sandbox
 
 from conftest import ROOT
 
@@ -39,7 +40,7 @@ ANSWERS = ROOT / "tests" / "e2e" / "answers"
 _idle = importlib.util.spec_from_file_location("idle_answers", ANSWERS / "idle.py")
 idle = importlib.util.module_from_spec(_idle)
 _idle.loader.exec_module(idle)
-# The answers test the exercises, not the sandbox (tests/unit/grading/test_grading.py does): graded in one where there is one.
+# The answers test the exercises, not the sandbox (tests/unit/grading/test_sandbox.py does): graded in one where there is one.
 SANDBOXED = not sandbox.unavailable()
 LESSONS = sorted(path.stem for path in (ROOT / "solutions").glob("*.ipynb"))
 
@@ -107,14 +108,14 @@ def _plain(text: str) -> str:
 
 def solution_answers(stem: str) -> dict[str, str]:
     notebook = course.read_notebook(ROOT / "solutions" / f"{stem}.ipynb")
-    return {grading.answer_id(cell): course.cell_source(cell) for cell in notebook["cells"] if grading.answer_id(cell)}
+    return {notebooks.answer_id(cell): course.cell_source(cell) for cell in notebook["cells"] if notebooks.answer_id(cell)}
 
 
 def submission(stem: str, answers: dict[str, str], path: Path) -> Path:
     """The lesson's exercise notebook with ``answers`` (exercise → source) in its answer cells."""
     notebook = copy.deepcopy(course.read_notebook(ROOT / "exercises" / f"{stem}.ipynb"))
     for cell in notebook["cells"]:
-        exercise = grading.answer_id(cell)
+        exercise = notebooks.answer_id(cell)
         if exercise in answers:
             cell["source"] = answers[exercise]
     course.write_notebook(notebook, path)

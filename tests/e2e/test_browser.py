@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.grading import kill_processes_mentioning
+from gpulab._processes import kill_processes_mentioning
 
 from conftest import ROOT
 

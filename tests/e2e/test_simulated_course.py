@@ -28,7 +28,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from gpulab import figures, sandbox
+from gpulab import figures
+from gpulab.grading import sandbox
 
 from background import Run, Runs
 from conftest import COLAB_PYTHON, ROOT, colab_installed, simulates
@@ -176,7 +177,7 @@ def test_every_panel_runs_its_gpu_path_and_draws_its_figure(machine, runs):
         recorded.update(found["panels"])
         for status in found["statuses"]:
             assert status.startswith("✓"), f"a panel of {lesson.stem} on a simulated {machine}: {status}"
-    assert set(recorded) == set(figures.FOR_PANEL), f"panels recorded on a simulated {machine}"
+    assert set(recorded) == set(figures.PANELS), f"panels recorded on a simulated {machine}"
     for name, record in recorded.items():
         assert not re.search(r"NOT RETURNED|✗|rank \d+ failed|Error", record["summary"]), f"{name} on a simulated {machine}: {record['summary']}"
         with open(record["png"], "rb") as png:

@@ -16,7 +16,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from gpulab import distributed
+from gpulab import _processes, distributed
 
 
 @pytest.fixture(autouse=True)
@@ -70,7 +70,7 @@ def torchruns_left() -> list[int]:
     launcher = distributed._LAUNCHER
     if launcher is None:
         return []
-    return [pid for pid, stat in distributed.other_processes("stat")
+    return [pid for pid, stat in _processes.other_processes("stat")
             if int(stat.rsplit(b")", 1)[1].split()[1]) == launcher.pid]
 
 
@@ -334,7 +334,10 @@ def test_where_python_cannot_fork_the_torchrun_command_runs_the_script(tmp_path,
 
 def test_a_run_stopped_before_the_launcher_took_it_never_starts(tmp_path, monkeypatch):
     monkeypatch.setattr(distributed, "_LAUNCHER", None)
-    monkeypatch.setattr(distributed, "_LAUNCHER_CODE", "import time; time.sleep(4)\n" + distributed._LAUNCHER_CODE)
+    asleep = tmp_path / "asleep_launcher.py"
+    asleep.write_text(f"import runpy, time\ntime.sleep(4)\nrunpy.run_path({str(distributed._LAUNCHER_SCRIPT)!r}, "
+                      "run_name='__main__')\n")
+    monkeypatch.setattr(distributed, "_LAUNCHER_SCRIPT", asleep)
     ran = tmp_path / "ran"
     script = write(tmp_path, "marks.py", f"open({str(ran)!r}, 'w').close()\n")
     with pytest.raises(distributed.DistributedTimeout):
@@ -346,7 +349,9 @@ def test_a_run_stopped_before_the_launcher_took_it_never_starts(tmp_path, monkey
 
 def test_a_launcher_that_cannot_start_is_reported(tmp_path, monkeypatch):
     monkeypatch.setattr(distributed, "_LAUNCHER", None)
-    monkeypatch.setattr(distributed, "_LAUNCHER_CODE", "raise SystemExit('no torch here')")
+    broken = tmp_path / "broken_launcher.py"
+    broken.write_text("raise SystemExit('no torch here')\n")
+    monkeypatch.setattr(distributed, "_LAUNCHER_SCRIPT", broken)
     with pytest.raises(distributed.RankFailed, match="(?s)launcher ended \\(status 1\\).*no torch here"):
         distributed.torchrun(write(tmp_path, "x.py", "pass\n"), 2, echo=False)
 

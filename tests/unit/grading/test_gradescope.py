@@ -18,7 +18,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from gpulab import course, gradescope, grading, sandbox
+from gpulab import course
+from gpulab.grading import gradescope, notebooks, sandbox
 
 from conftest import ROOT
 
@@ -125,17 +126,28 @@ def test_setup_installs_gpulab_and_changes_no_torch_nor_jupyter(image):
     assert Path(image["gpulab"]).is_relative_to(image["root"] / "source" / "lib")
 
 
+def test_the_zip_holds_gpulab_with_the_scripts_its_sandbox_and_lesson_06_run_by_path(image):
+    with zipfile.ZipFile(image["archive"]) as archive:
+        names = set(archive.namelist())
+    for script in ("grading/zygote.py", "grading/kernel_entry.py", "grading/kernel_sys_path.py",
+                   "_torchrun_launcher.py", "_scratch_janitor.py", "grading/gradescope.py"):
+        assert f"lib/gpulab/{script}" in names, script
+    assert not [name for name in names if "__pycache__" in name or name.endswith(".pyc")]
+    run = (image["root"] / "source" / "run_autograder").read_text()
+    assert "python3 -m gpulab.grading.gradescope run" in run
+
+
 def test_the_zip_holds_the_checks_and_no_solution():
     solution = course.read_notebook(ROOT / "solutions" / f"{LESSON}.ipynb")
     checks = gradescope.checks_notebook(solution)
     text = json.dumps(checks)
-    assert grading.BEGIN_SOLUTION not in text and grading.BEGIN_HIDDEN in text
+    assert notebooks.BEGIN_SOLUTION not in text and notebooks.BEGIN_HIDDEN in text
     for cell in solution["cells"]:
-        if grading.answer_id(cell):
-            body = course.cell_source(cell).split(grading.BEGIN_SOLUTION)[1].split(grading.END_SOLUTION)[0]
+        if notebooks.answer_id(cell):
+            body = course.cell_source(cell).split(notebooks.BEGIN_SOLUTION)[1].split(notebooks.END_SOLUTION)[0]
             assert body.strip() and body.strip() not in text
-    assert [grading.check_role(c) for c in checks["cells"] if grading.check_role(c)] == \
-        [grading.check_role(c) for c in solution["cells"] if grading.check_role(c)]
+    assert [notebooks.check_role(c) for c in checks["cells"] if notebooks.check_role(c)] == \
+        [notebooks.check_role(c) for c in solution["cells"] if notebooks.check_role(c)]
 
 
 @pytest.mark.skipif(not SANDBOXED, reason=sandbox.unavailable())
@@ -144,8 +156,8 @@ def test_a_solution_scores_full_marks_and_hidden_checks_show_when_published(imag
     assert found["tests"] and all(t["score"] == t["max_score"] > 0 for t in found["tests"]), found
     assert found["score"] == sum(t["max_score"] for t in found["tests"])
     checks = course.read_notebook(image["root"] / "source" / "checks" / f"{LESSON}.ipynb")
-    hidden = {grading.check_role(c)["check"] for c in checks["cells"]
-              if grading.check_role(c) and grading.BEGIN_HIDDEN in course.cell_source(c)}
+    hidden = {notebooks.check_role(c)["check"] for c in checks["cells"]
+              if notebooks.check_role(c) and notebooks.BEGIN_HIDDEN in course.cell_source(c)}
     assert hidden
     for test in found["tests"]:
         check = test["name"].split(" · ")[1]
@@ -166,9 +178,9 @@ def test_a_hostile_submission_cannot_pass_its_checks_nor_read_them(image):
     notebook = copy.deepcopy(course.read_notebook(ROOT / "solutions" / f"{LESSON}.ipynb"))
     checks_file = image["root"] / "source" / "checks" / f"{LESSON}.ipynb"
     for cell in notebook["cells"]:
-        if grading.answer_id(cell) == "agnostic":            # every later cell becomes `pass`
+        if notebooks.answer_id(cell) == "agnostic":            # every later cell becomes `pass`
             cell["source"] = "get_ipython().input_transformers_post.append(lambda lines: ['pass\\n'])"
-        elif grading.answer_id(cell) == "best-device":       # right, unless it can read the checks
+        elif notebooks.answer_id(cell) == "best-device":       # right, unless it can read the checks
             cell["source"] = (f"import os\nassert not os.path.exists({str(checks_file)!r})\n\n"
                               "def pick_device():\n    if torch.accelerator.is_available():\n"
                               "        return torch.accelerator.current_accelerator()\n    return torch.device('cpu')")

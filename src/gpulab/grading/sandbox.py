@@ -38,6 +38,8 @@ import uuid
 from functools import lru_cache
 from pathlib import Path
 
+from .. import _processes
+
 __all__ = ["ExecuteResult", "Kernel", "KernelDied", "Limits", "Zygote", "can_fork", "unavailable"]
 
 INSIDE = "/tmp"                      # where the scratch folder appears inside the sandbox
@@ -71,179 +73,11 @@ class ExecuteResult:
     evalue: str = ""
 
 
-# The first process in the sandbox: it drops root (when it has it), sets the limits, and becomes
-# the kernel. Its arguments: uid, memory bytes, processes, CPU seconds, file bytes, then the kernel's command.
-_ENTRY = """
-import os, resource, sys
-uid, memory, processes, cpu, largest = map(int, sys.argv[1:6])
-if uid >= 0 and os.getuid() == 0:
-    os.setgroups([])
-    os.setgid(uid)
-    os.setuid(uid)
-else:
-    mine = sum(1 for p in os.listdir('/proc') if p.isdigit() and os.stat('/proc/' + p).st_uid == os.getuid())
-    processes += mine
-for limit, value in ((resource.RLIMIT_DATA, memory), (resource.RLIMIT_NPROC, processes),
-                     (resource.RLIMIT_CPU, cpu), (resource.RLIMIT_FSIZE, largest), (resource.RLIMIT_CORE, 0)):
-    resource.setrlimit(limit, (value, value))
-os.execv(sys.argv[6], sys.argv[6:])
-"""
-
-
-# The first process of a zygote's sandbox. Its argument: a JSON object with "uid" (-1: stay this
-# user), "limits" (memory, processes, CPU seconds, file bytes) and "preload" (modules to import
-# before any kernel exists). It reads commands from its stdin, a JSON object a line —
-# {"spawn": CONNECTION_FILE, "cwd": FOLDER} and {"end": PID} — and writes events to its stdout:
-# {"ready": PID}, {"started": PID}, {"exited": PID, "status": N}, {"ended": PID}.
-_ZYGOTE = r"""
-import json, os, resource, select, signal, sys, time
-if sys.path and sys.path[0] == "":
-    del sys.path[0]                       # the sandbox's /tmp is the students': nothing is imported from it
-os.chdir("/")
-config = json.loads(sys.argv[1])
-uid = config["uid"]
-memory, processes, cpu, largest = config["limits"]
-from ipykernel import kernelapp
-for name in config["preload"]:
-    try:
-        __import__(name)
-    except Exception:
-        pass                              # a kernel that needs it then fails as a fresh one would
-# What was imported here lives as long as any kernel: its garbage collections need not walk it (torch and
-# torch._dynamo are some 280,000 objects; a gc.collect() in an answer took a third of a second or more).
-import gc
-gc.collect()
-gc.freeze()
-commands, out = sys.stdin.fileno(), sys.stdout.fileno()
-
-def say(**event):
-    os.write(out, (json.dumps(event) + "\n").encode())
-
-def become_kernel(connection, cwd):
-    os.setsid()
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(null, fd)
-    os.close(null)
-    mine = processes
-    if uid >= 0:
-        os.setgroups([])
-        os.setgid(uid)
-        os.setuid(uid)
-    else:
-        mine += sum(1 for p in os.listdir("/proc") if p.isdigit() and os.stat("/proc/" + p).st_uid == os.getuid())
-    for limit, value in ((resource.RLIMIT_DATA, memory), (resource.RLIMIT_NPROC, mine),
-                         (resource.RLIMIT_CPU, cpu), (resource.RLIMIT_FSIZE, largest), (resource.RLIMIT_CORE, 0)):
-        resource.setrlimit(limit, (value, value))
-    os.chdir(cwd)
-    sys.argv = ["ipykernel_launcher", "-f", connection, "--quiet", "--HistoryManager.enabled=False"]
-    kernelapp.launch_new_instance()
-
-def alive(user):
-    # The processes of ``user`` here that still run (zombies are dead: init reaps them).
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) in (1, os.getpid()):
-            continue
-        try:
-            with open("/proc/" + name + "/status") as handle:
-                fields = dict(line.split(":", 1) for line in handle.read().splitlines() if ":" in line)
-        except (OSError, ValueError):
-            continue
-        if fields.get("State", "").strip()[:1] in ("Z", "X"):
-            continue
-        if str(user) in fields.get("Uid", "").split():
-            found.append(int(name))
-    return found
-
-def clear_shared_memory():
-    import shutil
-    for name in os.listdir("/dev/shm"):
-        path = os.path.join("/dev/shm", name)
-        try:
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                os.unlink(path)
-        except OSError:
-            pass
-
-def end_everything(kernel):
-    # Every process of the kernel's user here, whoever started it and whatever it became. This
-    # process may not signal them (it keeps no right but changing user): a helper that becomes the
-    # user does, with kill(-1), which reaches every process it may signal in this PID namespace, and
-    # removes the user's files from /dev/shm, which outlives kernels as /tmp does (the grader
-    # empties /tmp). A process could stop one helper; then another one goes, until none is left.
-    if uid < 0:
-        try:
-            os.killpg(kernel, signal.SIGKILL)
-        except OSError:
-            pass
-    else:
-        for _ in range(100):
-            helper = os.fork()
-            if helper == 0:
-                try:
-                    os.setgroups([])
-                    os.setgid(uid)
-                    os.setuid(uid)
-                    for _ in range(3):
-                        try:
-                            os.kill(-1, signal.SIGKILL)
-                        except OSError:
-                            pass
-                        time.sleep(0.002)
-                    clear_shared_memory()
-                finally:
-                    os._exit(0)
-            os.waitpid(helper, 0)
-            if not alive(uid):
-                break
-    try:
-        os.waitpid(kernel, 0)
-    except ChildProcessError:
-        pass                              # reaped already: it ended by itself
-
-kernels = {}
-say(ready=os.getpid())
-pending = b""
-while True:
-    readable, _, _ = select.select([commands], [], [], 0.1)
-    while kernels:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            break
-        if pid == 0:
-            break
-        if kernels.pop(pid, None) is not None:
-            say(exited=pid, status=os.waitstatus_to_exitcode(status))
-    if not readable:
-        continue
-    data = os.read(commands, 65536)
-    if not data:
-        break                             # the grader is done, or gone
-    pending += data
-    while b"\n" in pending:
-        line, pending = pending.split(b"\n", 1)
-        command = json.loads(line)
-        if "spawn" in command:
-            pid = os.fork()
-            if pid == 0:
-                try:
-                    become_kernel(command["spawn"], command["cwd"])
-                finally:
-                    os._exit(1)
-            kernels[pid] = True
-            say(started=pid)
-        elif "end" in command:
-            pid = command["end"]
-            end_everything(pid)
-            kernels.pop(pid, None)
-            say(ended=pid)
-for pid in list(kernels):
-    end_everything(pid)
-"""
+# Run by path, each the first process of a sandbox: a kernel's, which drops root, sets the limits and becomes the
+# kernel; and a zygote's, which forks the kernels. And the script that says where a kernel's Python finds modules.
+KERNEL_ENTRY = Path(__file__).with_name("kernel_entry.py")
+ZYGOTE = Path(__file__).with_name("zygote.py")
+KERNEL_SYS_PATH = Path(__file__).with_name("kernel_sys_path.py")
 
 
 @lru_cache(maxsize=1)
@@ -264,8 +98,8 @@ def unavailable() -> str:
 @lru_cache(maxsize=1)
 def _python_paths() -> tuple[str, ...]:
     """The folders a kernel's Python reads: its prefixes and every folder on a clean sys.path."""
-    printed = subprocess.run([sys.executable, "-c", "import json, sys; print(json.dumps(sys.path[1:]))"],
-                             capture_output=True, text=True, env=_clean_env(), cwd="/", check=True).stdout
+    printed = subprocess.run([sys.executable, str(KERNEL_SYS_PATH)], capture_output=True, text=True, env=_clean_env(),
+                             cwd="/", check=True).stdout
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
              str(Path(sys.executable).parent), str(Path(os.path.realpath(sys.executable)).parent.parent)}
     for entry in json.loads(printed):
@@ -348,7 +182,8 @@ def _clean_env(threads: int = 1, home: str = INSIDE) -> dict[str, str]:
 def _simulation_cache() -> Path | None:
     """The folder with the simulated GPUs' compiled library, built here if needed (kernels read it:
     a check that runs code on a simulated GPU must not need a compiler inside the sandbox)."""
-    from .simulated import native
+    from ..simulated import native
+
     try:
         library = native.build()
     except (OSError, RuntimeError):
@@ -378,16 +213,6 @@ def _short(folder: Path) -> tuple[Path, Path | None]:
     raise OSError(f"no short link could be made in /tmp for {folder}")
 
 
-def _end_group(process: subprocess.Popen) -> None:
-    """Kill a process started in a session of its own, and everything in its process group."""
-    if process.poll() is None:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except OSError:
-            pass
-    process.wait()
-
-
 class _Started:
     """A kernel that is a child process of the grader (bubblewrap's, when sandboxed)."""
 
@@ -399,7 +224,7 @@ class _Started:
         return self.popen.poll()
 
     def kill(self) -> None:
-        _end_group(self.popen)
+        _processes.end_group(self.popen)
 
 
 class Zygote:
@@ -422,7 +247,7 @@ class Zygote:
         self.home.mkdir(exist_ok=True)
         config = {"uid": self.uid if sandboxed else -1, "preload": list(preload),
                   "limits": [limits.memory_bytes, limits.processes, limits.cpu_s, limits.file_bytes]}
-        command = [sys.executable, "-s", "-c", _ZYGOTE, json.dumps(config)]
+        command = [sys.executable, "-s", str(ZYGOTE), json.dumps(config)]
         if sandboxed:
             if os.geteuid() == 0:
                 os.chown(self.home, self.uid, self.uid)
@@ -510,7 +335,7 @@ class Zygote:
         if self._wait("ended", pid, time.monotonic() + 60) is None and self.alive:
             self._stop()                            # it did not answer: the sandbox goes, and its kernels
         if not self.sandboxed:
-            _kill_marked(str(self.home))
+            _processes.kill_processes_working_in(str(self.home))
         if not self.home.is_dir():
             # Gone (without a sandbox an answer can remove its own folder): this zygote's kernels would have
             # nowhere to start, so it ends, and the grader makes another.
@@ -527,7 +352,7 @@ class Zygote:
         self.current = None
 
     def _stop(self) -> None:
-        _end_group(self.process)
+        _processes.end_group(self.process)
 
     def close(self) -> None:
         """End the sandbox and every kernel in it; remove the scratch folder."""
@@ -541,7 +366,7 @@ class Zygote:
             pass
         self._stop()
         if not self.sandboxed:
-            _kill_marked(str(self.home))
+            _processes.kill_processes_working_in(str(self.home))
         shutil.rmtree(self.scratch, ignore_errors=True)
         self.home.with_name(self.home.name + ".hosts").unlink(missing_ok=True)
 
@@ -601,7 +426,7 @@ class Kernel:
             else:
                 kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", connection, "--quiet",
                           "--HistoryManager.enabled=False"]
-                command = [sys.executable, "-I", "-S", "-c", _ENTRY, str(uid if sandboxed else -1),
+                command = [sys.executable, "-I", "-S", str(KERNEL_ENTRY), str(uid if sandboxed else -1),
                            str(limits.memory_bytes), str(limits.processes), str(limits.cpu_s),
                            str(limits.file_bytes), *kernel]
                 if sandboxed:
@@ -680,7 +505,7 @@ class Kernel:
         if self.zygote is not None:
             return                                  # the zygote has ended its processes and emptied its folder
         if not self.sandboxed:
-            _kill_marked(str(self.scratch))
+            _processes.kill_processes_working_in(str(self.scratch))
         shutil.rmtree(self.scratch, ignore_errors=True)
         self.scratch.with_name(self.scratch.name + ".hosts").unlink(missing_ok=True)
 
@@ -700,16 +525,3 @@ def _text(value, limit: int) -> str:
     text = value if isinstance(value, str) else ""
     text = " ".join(text.split())
     return text[:limit]
-
-
-def _kill_marked(folder: str) -> None:
-    """Without a sandbox: end the processes still working in ``folder`` (a kernel's children)."""
-    from .distributed import other_processes
-
-    for pid, _ in other_processes("stat"):
-        try:
-            cwd = os.readlink(f"/proc/{pid}/cwd")
-            if cwd == folder or cwd.startswith(folder + "/"):
-                os.kill(pid, signal.SIGKILL)
-        except OSError:
-            continue

@@ -25,6 +25,7 @@ runs, and the results say so.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import stat
@@ -32,6 +33,9 @@ import sys
 import time
 import zipfile
 from pathlib import Path
+
+from .. import course
+from . import notebooks, reports, runner, sandbox
 
 __all__ = ["VISIBILITIES", "build", "checks_notebook", "results", "run"]
 
@@ -75,7 +79,7 @@ RUN = r"""#!/usr/bin/env bash
 # Gradescope runs this for each submission: it grades /autograder/submission/*.ipynb and writes
 # /autograder/results/results.json.
 root="${GPULAB_AUTOGRADER_ROOT:-/autograder}"
-cd "$root/source" && exec python3 -m gpulab.gradescope run --root "$root"
+cd "$root/source" && exec python3 -m gpulab.grading.gradescope run --root "$root"
 """
 
 REQUIREMENTS = ["torch>=2.6", "numpy>=1.23", "matplotlib>=3.7", "tqdm>=4.60", "ipywidgets>=7.7,<9",
@@ -85,15 +89,11 @@ REQUIREMENTS = ["torch>=2.6", "numpy>=1.23", "matplotlib>=3.7", "tqdm>=4.60", "i
 def checks_notebook(solution: dict) -> dict:
     """The solution notebook with every solution replaced by the stub students see, and nothing else
     changed: its setup cells, checks (hidden tests kept) and canaries are what grading runs."""
-    import copy
-
-    from . import course, grading
-
     notebook = copy.deepcopy(solution)
     for cell in notebook["cells"]:
         source = course.cell_source(cell)
-        if grading.BEGIN_SOLUTION in source:
-            cell["source"] = course._lines(grading.strip_solutions(source))
+        if notebooks.BEGIN_SOLUTION in source:
+            cell["source"] = course._lines(notebooks.strip_solutions(source))
         if cell.get("cell_type") == "code":
             cell["outputs"], cell["execution_count"] = [], None
     return notebook
@@ -103,15 +103,13 @@ def build(lesson: str, target: Path, *, solutions: Path | str | None = None, tim
           hidden_visibility: str = "after_published") -> Path:
     """Write the Gradescope autograder zip for ``lesson`` to ``target``; raise SubmissionError if the lesson
     has no solution notebook."""
-    from . import grading
-
     if hidden_visibility not in VISIBILITIES:
         raise ValueError(f"visibility {hidden_visibility!r}: one of {', '.join(VISIBILITIES)}")
-    solution_file = grading.solution_path(lesson, solutions)
-    solution = grading.load_submission(solution_file)
-    grading.exercises(solution)                         # its roles are sound, or ValueError says why
+    solution_file = notebooks.solution_path(lesson, solutions)
+    solution = notebooks.load_submission(solution_file)
+    notebooks.exercises(solution)                         # its roles are sound, or ValueError says why
     checks = checks_notebook(solution)
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]          # gpulab, all of it
     config = {"lesson": lesson, "timeout": timeout, "hidden_visibility": hidden_visibility}
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -133,38 +131,32 @@ def build(lesson: str, target: Path, *, solutions: Path | str | None = None, tim
 
 def _submitted(folder: Path, lesson: str) -> Path:
     """The notebook to grade: the only one, or the one for ``lesson`` among several."""
-    from . import course, grading
-
     found = sorted(p for p in folder.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
     if not found:
         names = ", ".join(sorted(p.name for p in folder.rglob("*") if p.is_file())[:5]) or "nothing"
-        raise grading.SubmissionError(f"no notebook (.ipynb) was submitted (found: {names})")
+        raise notebooks.SubmissionError(f"no notebook (.ipynb) was submitted (found: {names})")
     if len(found) == 1:
         return found[0]
     for path in found:
         try:
-            said = grading.load_submission(path).get("metadata", {}).get("gpulab", {}).get("lesson")
-        except grading.SubmissionError:
+            said = notebooks.load_submission(path).get("metadata", {}).get("gpulab", {}).get("lesson")
+        except notebooks.SubmissionError:
             said = None
-        if said == lesson or grading.lesson_in_name(path.name, sorted(course.LESSONS)) == lesson:
+        if said == lesson or notebooks.lesson_in_name(path.name, sorted(course.LESSONS)) == lesson:
             return path
-    raise grading.SubmissionError(f"{len(found)} notebooks were submitted and none is lesson {lesson}'s: "
+    raise notebooks.SubmissionError(f"{len(found)} notebooks were submitted and none is lesson {lesson}'s: "
                                   f"{', '.join(p.name for p in found)}")
 
 
 def _hidden_checks(checks: dict) -> set[str]:
-    from . import course, grading
-
-    return {grading.check_role(cell)["check"] for cell in checks["cells"]
-            if grading.check_role(cell) and grading.BEGIN_HIDDEN in course.cell_source(cell)}
+    return {notebooks.check_role(cell)["check"] for cell in checks["cells"]
+            if notebooks.check_role(cell) and notebooks.BEGIN_HIDDEN in course.cell_source(cell)}
 
 
 def results(report, checks: dict, *, hidden_visibility: str = "after_published", elapsed_s: float = 0.0) -> dict:
-    """Gradescope's results.json for a :class:`grading.Report`, or for the :class:`grading.SubmissionError`
-    that says why nothing could be graded."""
-    from . import grading
-
-    if isinstance(report, grading.SubmissionError):
+    """Gradescope's results.json for a :class:`~gpulab.grading.reports.Report`, or for the
+    :class:`~gpulab.grading.notebooks.SubmissionError` that says why nothing could be graded."""
+    if isinstance(report, notebooks.SubmissionError):
         return {"score": 0, "execution_time": round(elapsed_s), "visibility": "visible",
                 "output": f"This notebook could not be graded: {report}", "tests": []}
     hidden = _hidden_checks(checks)
@@ -183,21 +175,19 @@ def results(report, checks: dict, *, hidden_visibility: str = "after_published",
 
 def run(root: Path) -> dict:
     """Grade the submission under ``root`` (Gradescope's /autograder) and write results.json there."""
-    from . import grading, sandbox
-
     source, start = root / "source", time.monotonic()
     config = json.loads((source / "autograder.json").read_text(encoding="utf-8"))
     lesson = config["lesson"]
     checks_folder = source / "checks"
-    checks = grading.load_submission(checks_folder / f"{lesson}.ipynb")
+    checks = notebooks.load_submission(checks_folder / f"{lesson}.ipynb")
     why_not = sandbox.unavailable()
     try:
         path = _submitted(root / "submission", lesson)
-        [report] = grading.grade_many([path], timeout=config["timeout"], lesson=lesson, solutions=checks_folder,
+        [report] = runner.grade_many([path], timeout=config["timeout"], lesson=lesson, solutions=checks_folder,
                                       sandboxed=not why_not)
-    except grading.SubmissionError as error:
+    except notebooks.SubmissionError as error:
         report = error
-    if isinstance(report, grading.Report) and why_not:
+    if isinstance(report, reports.Report) and why_not:
         report.notes[:] = [note for note in report.notes if "--no-sandbox" not in note]
         report.notes.append(f"graded without a sandbox ({why_not})")
     found = results(report, checks, hidden_visibility=config.get("hidden_visibility", "after_published"),
@@ -209,7 +199,7 @@ def run(root: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gpulab.gradescope")
+    parser = argparse.ArgumentParser(prog="python -m gpulab.grading.gradescope")
     commands = parser.add_subparsers(dest="command", required=True)
     graded = commands.add_parser("run", help="grade /autograder/submission (what run_autograder does)")
     graded.add_argument("--root", default=os.environ.get(ROOT_VARIABLE, "/autograder"))
