@@ -42,45 +42,7 @@ __all__ = ["VISIBILITIES", "build", "checks_notebook", "results", "run"]
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 ROOT_VARIABLE = "GPULAB_AUTOGRADER_ROOT"     # /autograder, unless a test puts it elsewhere
 
-SETUP = r"""#!/usr/bin/env bash
-# Gradescope runs this once, as root, when it builds the autograder's image (Ubuntu).
-set -euo pipefail
-source_dir="$(cd "$(dirname "$0")" && pwd)"
-if ! command -v python3 > /dev/null || ! python3 -m pip --version > /dev/null 2>&1 || ! command -v bwrap > /dev/null; then
-    if command -v apt-get > /dev/null && [ "$(id -u)" = 0 ]; then
-        apt-get update -qq
-        # bubblewrap: the grader's sandbox, where the container lets it run
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-pip python3-venv bubblewrap > /dev/null || true
-    fi
-fi
-# gpulab itself: the copy in lib/, on the path of every Python that starts (the kernels' too).
-site="$(python3 -c 'import site, sysconfig; print(sysconfig.get_paths()["purelib"])')"
-echo "$source_dir/lib" > "$site/gpulab-autograder.pth"
-# What gpulab needs. A torch already here stays as it is (pinned); where there is none, the CPU build.
-constraints="$source_dir/constraints.txt"
-python3 - "$constraints" <<'PY'
-import importlib.metadata, sys
-pins = []
-for name in ("torch", "numpy"):
-    try:
-        pins.append(f"{name}=={importlib.metadata.version(name)}")
-    except importlib.metadata.PackageNotFoundError:
-        pass
-open(sys.argv[1], "w").write("\n".join(pins) + "\n")
-PY
-# (Ubuntu 24.04 marks its Python as managed by apt: this image is the autograder's alone.)
-PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --quiet --disable-pip-version-check ${GPULAB_PIP_OPTIONS:-} \
-    --extra-index-url https://download.pytorch.org/whl/cpu \
-    --constraint "$constraints" --requirement "$source_dir/requirements.txt"
-python3 -c "import gpulab.grading, ipykernel, jupyter_client, torch; print('gpulab autograder ready: torch', torch.__version__)"
-"""
-
-RUN = r"""#!/usr/bin/env bash
-# Gradescope runs this for each submission: it grades /autograder/submission/*.ipynb and writes
-# /autograder/results/results.json.
-root="${GPULAB_AUTOGRADER_ROOT:-/autograder}"
-cd "$root/source" && exec python3 -m gpulab.grading.gradescope run --root "$root"
-"""
+AUTOGRADER = Path(__file__).with_name("autograder")    # setup.sh, run_autograder, pin_installed.py
 
 REQUIREMENTS = ["torch>=2.6", "numpy>=1.23", "matplotlib>=3.7", "tqdm>=4.60", "ipywidgets>=7.7,<9",
                 "ipykernel>=6", "jupyter_client>=7", "pyzmq>=24"]
@@ -114,7 +76,9 @@ def build(lesson: str, target: Path, *, solutions: Path | str | None = None, tim
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, text, mode in (("setup.sh", SETUP, 0o755), ("run_autograder", RUN, 0o755),
+        scripts = [(name, (AUTOGRADER / name).read_text(), mode)
+                   for name, mode in (("setup.sh", 0o755), ("run_autograder", 0o755), ("pin_installed.py", 0o644))]
+        for name, text, mode in (*scripts,
                                  ("requirements.txt", "\n".join(REQUIREMENTS) + "\n", 0o644),
                                  ("autograder.json", json.dumps(config, indent=2) + "\n", 0o644),
                                  (f"checks/{lesson}.ipynb",
