@@ -17,7 +17,7 @@ __all__ = [
 ]
 
 _LAZY_MODULES = {"bench", "course", "devices", "distributed", "figures", "grading", "memory", "plots", "profiling", "quiz",
-                 "reference", "simulated", "tables", "timing", "widgets"}
+                 "reference", "simulated", "tables", "timing", "units", "widgets"}
 # Names re-exported at the top level, and the module each comes from. Nothing is imported
 # until first use, so tools that need only a part (the grader, `gpulab headers`) stay quick.
 _LAZY_NAMES = {name: "devices" for name in

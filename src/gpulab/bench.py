@@ -1,9 +1,10 @@
 """``gpulab bench``: run the lessons' experiments headless and record what they measured.
 
-A lesson names each of its experiment panels (``Panel(..., name="02_bandwidth")``). The bench
-executes the lesson notebook's code cells in order, in an IPython shell of its own, as a
-reader's kernel would: every panel runs once with its default settings when its cell
-displays it. For each named panel that ran it then writes
+Each experiment panel of a lesson has the name its figure was registered under
+(``Panel(..., plot=gpulab.figures.bandwidth)`` is ``"02_bandwidth"``, see :func:`gpulab.figures.panel`).
+The bench executes the lesson notebook's code cells in order, in an IPython shell of its own, as a
+reader's kernel would: every panel runs once with its default settings when its cell displays it.
+After each cell it looks for panels among the shell's variables, and for each named panel that ran it writes
 
 - ``NAME.json``: a record in :mod:`gpulab.reference`'s format (the device, torch's version,
   the date, the command, the settings and the panel's result), and

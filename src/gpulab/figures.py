@@ -1,21 +1,61 @@
-"""The lessons' experiment figures: one function per panel, ``draw(result, figure)``.
+"""Each experiment panel's figure, registered under the panel's name: ``draw(result, figure)``.
 
-Each draws a panel's result with :func:`gpulab.plots.series`, next to the reference recorded
-under the panel's name (read when drawing, so a reference recorded later shows at once). With
-no accelerator here and no reference recorded, a figure shows well-known figures instead —
-theoretical link rates, a model, a spec sheet — each labelled as such, never an empty axes.
-On every machine, a panel whose quantity someone measured on a real GPU and published
-(:data:`gpulab.reference.PUBLISHED`) draws those figures too, long-dashed (an open marker at its
+``@panel("02_bandwidth")`` on a figure is the one place a panel's name is written. The figure
+carries it (``bandwidth.panel_name``), and everything else reads it from there: a lesson's
+``gpulab.widgets.Panel(..., plot=gpulab.figures.bandwidth)`` takes the figure's name as its own,
+``gpulab bench`` records the panel under it (``02_bandwidth.json``), and the figure draws the
+reference recorded under it. :data:`PANELS` holds every panel's figure by name.
+
+Each draws a panel's result with :func:`gpulab.plots.series`, next to that reference (read when
+drawing, so a reference recorded later shows at once). With no accelerator here and no reference
+recorded, a figure shows well-known figures instead — theoretical link rates, a model, a spec
+sheet — each labelled as such, never an empty axes. On every machine, a panel whose quantity
+someone measured on a real GPU and published draws those measurements too (the entries of
+:data:`gpulab.reference.PUBLISHED` its registration names), long-dashed (an open marker at its
 size where one was measured at a single size), each labelled "published" with its GPU and source.
+
+The parts these figures are drawn with — axes, series, colours, notes — are :mod:`gpulab.plots`.
 """
 
 from __future__ import annotations
 
-from . import plots, profiling, reference
+import re
+from collections.abc import Callable
 
-__all__ = ["FOR_PANEL", "allreduce", "amdahl", "amp_step", "bandwidth", "batch_memory", "checkpointing", "cuda_snapshot",
-           "cudnn_steps", "ddp_gradients", "ddp_throughput", "dtype_matmul", "matmul", "memory_timeline", "number_formats",
-           "overhead", "placement", "profile_step", "roofline", "sawtooth", "slow_loop", "sync", "throughput", "underflow"]
+from . import plots, profiling, reference, units
+
+__all__ = ["PANELS", "allreduce", "amdahl", "amp_step", "bandwidth", "batch_memory", "checkpointing",
+           "cuda_snapshot", "cudnn_steps", "ddp_gradients", "ddp_throughput", "dtype_matmul", "matmul",
+           "memory_timeline", "number_formats", "overhead", "panel", "placement", "profile_step", "roofline",
+           "sawtooth", "slow_loop", "sync", "throughput", "underflow"]
+
+# Each panel's name → its figure, in the order they were registered.
+PANELS: dict[str, Callable] = {}
+
+# A panel's name: its lesson's number, then a word or two ("02_bandwidth"); it names its record's file too.
+PANEL_NAME = re.compile(r"\d\d_[a-z0-9_]+")
+
+
+def panel(name: str, *, published: tuple[str, ...] = ()) -> Callable[[Callable], Callable]:
+    """Register the decorated ``draw(result, figure)`` as the figure of the panel ``name``, which draws,
+    beside a result, the published measurements whose keys are in ``published`` (:data:`gpulab.reference.PUBLISHED`).
+
+    The figure keeps them as ``draw.panel_name`` and ``draw.published_keys``. ValueError for a name that is not
+    ``NN_words``, a name another figure has, or a key no published measurement has.
+    """
+    if not PANEL_NAME.fullmatch(name):
+        raise ValueError(f"panel name {name!r}: give the lesson's number, then words, as in '02_bandwidth'")
+    reference.published(published)      # every key must name a published measurement
+
+    def register(draw: Callable) -> Callable:
+        if name in PANELS:
+            raise ValueError(f"panel {name!r} already has a figure: {PANELS[name].__name__}")
+        draw.panel_name = name
+        draw.published_keys = tuple(published)
+        PANELS[name] = draw
+        return draw
+
+    return register
 
 
 def _no_accelerator(result: dict, by_device_key: str | None = None) -> bool:
@@ -38,13 +78,13 @@ PUBLISHED_DASHES = (0, (8, 3))
 PUBLISHED_COLORS = ("#6a3d9a", "#b15928", "#1f78b4", "#e31a1c")
 
 
-def _published(ax, panel: str, unit: str, *, dtype: str | None = None, direction: str | None = None,
+def _published(ax, draw: Callable, unit: str, *, dtype: str | None = None, direction: str | None = None,
                color=None) -> list:
-    """A horizontal line on ``ax`` for each published measurement ``panel`` draws (of that dtype or
-    direction), at its value in ``unit`` — the unit of the axis, which the caller names. A figure measured
-    at one size (``entry.nbytes``, on an axis of bytes) is an open marker at that size, not a line across all."""
+    """A horizontal line on ``ax`` for each published measurement the panel figure ``draw`` draws (of that
+    dtype or direction), at its value in ``unit`` — the unit of the axis, which the caller names. A figure
+    measured at one size (``entry.nbytes``, on an axis of bytes) is an open marker at that size, not a line."""
     lines = []
-    for index, entry in enumerate(reference.published(panel, dtype=dtype, direction=direction)):
+    for index, entry in enumerate(reference.published(draw.published_keys, dtype=dtype, direction=direction)):
         style = dict(color=color(entry) if color else PUBLISHED_COLORS[index % len(PUBLISHED_COLORS)],
                      label=entry.label(unit), gid=f"published|{entry.key}")
         if entry.nbytes is not None:
@@ -83,12 +123,14 @@ def _roof_grid(intensities, ridges) -> list[float]:
     return [low * (high / low) ** (k / steps) for k in range(steps + 1)]
 
 
+@panel("00_roofline", published=("zzc-h100-sxm-float32", "zzc-h100-sxm-float16", "mamf-h100-sxm-bfloat16",
+                                 "mamf-a100-sxm-bfloat16"))
 def roofline(result: dict, figure) -> None:
-    """00_roofline: achieved GFLOP/s of a Linear layer against its arithmetic intensity, under the
+    """Achieved GFLOP/s of a Linear layer against its arithmetic intensity, under the
     roof the device's measured ceilings make, with its ridge point; without an accelerator and a
     reference, the rooflines of well-known GPUs from their data sheets; on every machine, the
     published matrix-multiply rates of real GPUs in this dtype."""
-    record = reference.load("00_roofline")
+    record = reference.load(roofline.panel_name)
     usable = _same_experiment(record, result, ("dtype",))
     dtype, ax = result["dtype"], figure.subplots()
     grid = _roof_grid(result["intensity"], [c[dtype] / c["copy_gbps"] for c in result["ceilings"].values()])
@@ -122,17 +164,18 @@ def roofline(result: dict, figure) -> None:
                               f"{gpu.name} roof, {dtype} (spec sheet): {peak:,.0f} GFLOP/s, {gpu.memory_gbps:,} GB/s", index)
         plots.note(figure, "no accelerator here · " + (reference.NOT_RECORDED if record is None else
                    f"the reference was recorded in {record['result'].get('dtype')}"))
-    _published(ax, "00_roofline", "GFLOP/s", dtype=dtype)
+    _published(ax, roofline, "GFLOP/s", dtype=dtype)
     _finish(ax, f"arithmetic intensity (FLOP per byte moved, {dtype})", "achieved GFLOP/s", x="log")
     plots.legend(figure)
 
 
+@panel("00_overhead", published=("copy-h100-pcie", "copy-t4-pcie"))
 def overhead(result: dict, figure) -> None:
-    """00_overhead: time per call of a tiny elementwise op, and the bandwidth it reaches, against the
+    """Time per call of a tiny elementwise op, and the bandwidth it reaches, against the
     tensor's size; where each device's time leaves its floor. Without an accelerator and a
     reference, a GPU modelled as a fixed cost per call plus its data sheet's bandwidth. On every
     machine, published copy bandwidths within real GPUs' memory, bytes read plus written."""
-    record = reference.load("00_overhead")
+    record = reference.load(overhead.panel_name)
     time_ax, rate_ax = figure.subplots(1, 2)
     sizes = result["sizes"]
     plots.series(time_ax, result, x="sizes", y="seconds", scale=1e6, by_device=True, reference=record)
@@ -152,7 +195,7 @@ def overhead(result: dict, figure) -> None:
         plots.known_curve(time_ax, sizes, [s * 1e6 for s in model_s], label, 3)
         plots.known_curve(rate_ax, sizes, [2 * n / s / 1e9 for n, s in zip(sizes, model_s)], label, 3)
         plots.note(figure, "no accelerator here · " + reference.NOT_RECORDED)
-    _published(rate_ax, "00_overhead", "GB/s")       # copies within device memory, counted read plus written
+    _published(rate_ax, overhead, "GB/s")       # copies within device memory, counted read plus written
     time_ax.set_title("time per call of x.add_(1)", fontsize=9)
     rate_ax.set_title("bytes read and written per second", fontsize=9)
     _finish(time_ax, "tensor size", "µs per call", x="bytes")
@@ -160,10 +203,11 @@ def overhead(result: dict, figure) -> None:
     plots.legend(figure)
 
 
+@panel("00_amdahl")
 def amdahl(result: dict, figure) -> None:
-    """00_amdahl: a CPU matmul's measured speed-up against its threads, Amdahl's law fitted to it,
+    """A CPU matmul's measured speed-up against its threads, Amdahl's law fitted to it,
     and the law for the chosen p up to the chosen number of processors (curves the lesson computed)."""
-    record = reference.load("00_amdahl")
+    record = reference.load(amdahl.panel_name)
     ax = figure.subplots()
     law, p = result["law"], result["p"]
     ax.plot(law["processors"], law["speedup"], "-", color="#8172b2", linewidth=2, label=f"Amdahl's law, p = {p:g}",
@@ -188,13 +232,14 @@ def amdahl(result: dict, figure) -> None:
 # ---------------------------------------------------------------- lesson 01
 
 
+@panel("01_matmul", published=("zzc-h100-sxm-float32", "zzc-h100-sxm-float16", "zzc-h100-sxm-bfloat16"))
 def matmul(result: dict, figure) -> None:
-    """01_matmul: time per multiply and GFLOP/s against n, per device; where an accelerator
+    """Time per multiply and GFLOP/s against n, per device; where an accelerator
     takes the lead; without one, the spec-sheet peaks of common GPUs for this dtype; on every
     machine, a real GPU's published rate in this dtype."""
     from .timing import crossover
 
-    record = reference.load("01_matmul")
+    record = reference.load(matmul.panel_name)
     usable = _same_experiment(record, result, ("dtype",))
     time_ax, rate_ax = figure.subplots(1, 2)
     sizes = result["sizes"]
@@ -212,7 +257,7 @@ def matmul(result: dict, figure) -> None:
             plots.known_level(rate_ax, tflops * 1e3, f"{gpu} peak, {tflops:g} TFLOP/s (spec sheet)", index)
         plots.note(figure, "no accelerator here · " + (reference.NOT_RECORDED if record is None else
                    f"the reference was recorded in {record['result'].get('dtype')}"))
-    _published(rate_ax, "01_matmul", "GFLOP/s", dtype=result["dtype"])
+    _published(rate_ax, matmul, "GFLOP/s", dtype=result["dtype"])
     _finish(time_ax, "n (matrices are n × n)", "time per multiply (ms)")
     _finish(rate_ax, "n (matrices are n × n)", "achieved GFLOP/s")
     plots.legend(figure)
@@ -229,8 +274,11 @@ def _method(name: str) -> str:
     return name.split(" ", 1)[1] if "→" in name else name
 
 
+@panel("02_bandwidth", published=("blog-nvs4200m-h2d-pageable", "blog-nvs4200m-h2d-pinned",
+                                  "blog-nvs4200m-d2h-pageable", "blog-nvs4200m-d2h-pinned",
+                                  "bandwidthtest-t4-h2d-pinned", "bandwidthtest-t4-d2h-pinned"))
 def bandwidth(result: dict, figure) -> None:
-    """02_bandwidth: achieved GB/s against size in each direction, and what pinning costs.
+    """Achieved GB/s against size in each direction, and what pinning costs.
 
     On a CPU-only machine: the host's own copy bandwidth beside the PCIe ceilings and the
     latency-plus-bandwidth model, and a host copy's time (what ``pin_memory()`` costs) beside
@@ -238,7 +286,7 @@ def bandwidth(result: dict, figure) -> None:
     pane for pinning, and a note that says why. On every machine, in each direction drawn, the
     published bandwidths of pinned and pageable copies to and from real GPUs.
     """
-    record = reference.load("02_bandwidth")
+    record = reference.load(bandwidth.panel_name)
     here_cpu = _no_accelerator(result)
     runs = [result] + ([record["result"]] if record is not None else [])
     has_d2h = any(name.startswith("device→host") for run in runs for name in run["gbps"])
@@ -255,11 +303,11 @@ def bandwidth(result: dict, figure) -> None:
     def method_color(entry):                  # a published copy takes the colour of its method
         return METHOD_COLORS[entry.memory]
 
-    _published(h2d, "02_bandwidth", "GB/s", direction="host→device", color=method_color)
+    _published(h2d, bandwidth, "GB/s", direction="host→device", color=method_color)
     if "d2h" in axes:
         plots.series(axes["d2h"], result, names=lambda n: n.startswith("device→host"), **common)
         axes["d2h"].set_title("device → host", fontsize=9)
-        _published(axes["d2h"], "02_bandwidth", "GB/s", direction="device→host", color=method_color)
+        _published(axes["d2h"], bandwidth, "GB/s", direction="device→host", color=method_color)
 
     sizes = result["sizes"]
     link = reference.LINK_MODEL
@@ -312,9 +360,10 @@ def _pin_curves(ax, run: dict, gpu: str | None) -> list:
 LOOP_COLORS = {".item() every step": "#c44e52", "log on the device, sync once": "#55a868"}
 
 
+@panel("02_sync")
 def sync(result: dict, figure) -> None:
-    """02_sync: time per step of a loop that reads a value every step and one that logs on the device."""
-    record = reference.load("02_sync")
+    """Time per step of a loop that reads a value every step and one that logs on the device."""
+    record = reference.load(sync.panel_name)
     ax = figure.subplots()
     plots.series(ax, result, x="steps", y="seconds_per_step", scale=1e6, reference=record, colors=LOOP_COLORS,
                  label=lambda name: f"{name} ({result['device']})")
@@ -328,9 +377,10 @@ def sync(result: dict, figure) -> None:
 # ---------------------------------------------------------------- lesson 03
 
 
+@panel("03_throughput")
 def throughput(result: dict, figure) -> None:
-    """03_throughput: training samples per second against batch size, per device."""
-    record = reference.load("03_throughput")
+    """Training samples per second against batch size, per device."""
+    record = reference.load(throughput.panel_name)
     usable = _same_experiment(record, result, ("width",))
     ax = figure.subplots()
     plots.series(ax, result, x="batches", y="samples_per_s", by_device=True, reference=usable)
@@ -346,13 +396,14 @@ WAY_COLORS = {"moved every step": "#dd8452", "kept on the device": "#55a868",
               "moved every step, pinned + non_blocking": "#8172b2"}
 
 
+@panel("03_placement")
 def placement(result: dict, figure) -> None:
-    """03_placement: ms per training step with the batch moved every step or kept on the device.
+    """Time per training step in ms with the batch moved every step or kept on the device.
 
     On a CPU there is nothing to move, so the figure shows the step beside the modelled time
     of the two copies a GPU step would add.
     """
-    record = reference.load("03_placement")
+    record = reference.load(placement.panel_name)
     ax = figure.subplots()
     plots.series(ax, result, x="batches", y="ms_per_step", reference=record, colors=WAY_COLORS,
                  label=lambda name: f"{name} ({result['device']})")
@@ -395,17 +446,18 @@ def _memory_note(figure, result: dict, record: dict | None, wanted: dict | None,
     plots.note(figure, f"no CUDA here: {what} · {why}")
 
 
+@panel("04_batch")
 def batch_memory(result: dict, figure) -> None:
-    """04_batch: peak memory of a training step against batch size — counted, estimated and (on CUDA)
+    """Peak memory of a training step against batch size — counted, estimated and (on CUDA)
     measured by the allocator — with the memory budget and the largest batch found under it."""
-    record = reference.load("04_batch")
+    record = reference.load(batch_memory.panel_name)
     usable = _same_experiment(record, result, ("width", "depth", "optimizer"))
     ax = figure.subplots()
     plots.series(ax, result, x="batches", y="bytes", reference=_only(usable, "bytes", _MEASURED_ON_GPU),
                  colors=MEMORY_COLORS, label=lambda name: f"{name} ({result['device']})")
     applied = "the CUDA allocator" if result["budget_applied"] == "allocator" else "the estimate"
     ax.axhline(result["budget"], color="black", linewidth=1, linestyle="--",
-               label=f"budget {plots.format_bytes(result['budget'])}, applied to {applied}", gid="budget")
+               label=f"budget {units.format_bytes(result['budget'])}, applied to {applied}", gid="budget")
     if result["largest_batch"] is not None:
         plots.mark_x(ax, result["largest_batch"], f"largest batch under the budget: {result['largest_batch']:,}")
     _memory_note(figure, result, record, usable, "the peak is counted by gpulab.memory.TensorLedger and the budget "
@@ -417,9 +469,10 @@ def batch_memory(result: dict, figure) -> None:
     plots.legend(figure)
 
 
+@panel("04_checkpoint")
 def checkpointing(result: dict, figure) -> None:
-    """04_checkpoint: peak memory and time of a training step when every k-th block is checkpointed."""
-    record = reference.load("04_checkpoint")
+    """Peak memory and time of a training step when every k-th block is checkpointed."""
+    record = reference.load(checkpointing.panel_name)
     usable = _same_experiment(record, result, ("width", "depth", "batch"))
     memory_ax, time_ax = figure.subplots(1, 2)
     plots.series(memory_ax, result, x="every", y="peak_bytes", reference=_only(usable, "peak_bytes", _MEASURED_ON_GPU),
@@ -437,12 +490,13 @@ def checkpointing(result: dict, figure) -> None:
 PHASE_COLORS = {"forward": "#4c72b0", "backward": "#dd8452", "optimizer": "#55a868"}
 
 
+@panel("04_timeline")
 def memory_timeline(result: dict, figure) -> None:
-    """04_timeline: memory after every allocation and free during a few training steps, with the
+    """Memory after every allocation and free during a few training steps, with the
     forward pass, the backward pass and the optimizer step shaded."""
     from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-    record = reference.load("04_timeline")
+    record = reference.load(memory_timeline.panel_name)
     usable = _same_experiment(record, result, ("width", "depth", "batch", "optimizer"))
     ax = figure.subplots()
     shaded = set()
@@ -460,7 +514,7 @@ def memory_timeline(result: dict, figure) -> None:
     ax.set_xlabel("allocations and frees, in order")
     ax.set_ylabel("memory")
     ax.yaxis.set_major_locator(MaxNLocator(6))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _pos: plots.format_bytes(value)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _pos: units.format_bytes(value)))
     ax.set_ylim(bottom=0)
     ax.grid(True, which="major", alpha=0.3)
     plots.legend(figure)
@@ -503,7 +557,7 @@ def cuda_snapshot(snapshot: dict, figure, device=None) -> None:
     ax.set_xlabel("allocations and frees recorded, in order")
     ax.set_ylabel("memory (above the start of recording)")
     ax.yaxis.set_major_locator(MaxNLocator(6))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _pos: plots.format_bytes(value)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _pos: units.format_bytes(value)))
     ax.grid(True, which="major", alpha=0.3)
     plots.legend(figure)
 
@@ -538,10 +592,12 @@ def number_formats(rows: list[dict], figure) -> None:
     plots.legend(figure)
 
 
+@panel("05_matmul", published=("zzc-h100-sxm-float32", "zzc-h100-sxm-tf32", "zzc-h100-sxm-float16",
+                               "zzc-h100-sxm-bfloat16"))
 def dtype_matmul(result: dict, figure) -> None:
-    """05_matmul: matmul TFLOP/s against n for every dtype the device has, beside a real GPU's
+    """Matmul TFLOP/s against n for every dtype the device has, beside a real GPU's
     published rate in each of those dtypes."""
-    record = reference.load("05_matmul")
+    record = reference.load(dtype_matmul.panel_name)
     ax = figure.subplots()
     plots.series(ax, result, x="sizes", y="tflops", reference=record, colors=DTYPE_COLORS,
                  label=lambda name: f"{name} ({result['device']})")
@@ -553,7 +609,7 @@ def dtype_matmul(result: dict, figure) -> None:
                               f"(spec sheet): {gpu.tensor_tflops:g} TFLOP/s", 2 * index + 1)
         plots.note(figure, "no accelerator here · " + reference.NOT_RECORDED)
     for name in result["tflops"]:                 # an H100's published figure for each dtype measured here
-        _published(ax, "05_matmul", "TFLOP/s", dtype=name, color=lambda entry: DTYPE_COLORS[entry.dtype])
+        _published(ax, dtype_matmul, "TFLOP/s", dtype=name, color=lambda entry: DTYPE_COLORS[entry.dtype])
     _finish(ax, "n (n×n @ n×n)", "TFLOP/s")
     plots.legend(figure)
 
@@ -563,13 +619,14 @@ def _run_label(run: dict, name: str, who: str) -> str:
     if name not in run.get("ms_per_step", {}):
         return f"{name} · {who}"
     return (f"{name} · {who}: {run['ms_per_step'][name]:.2f} ms/step, peak "
-            f"{plots.format_bytes(run['peak_bytes'][name])} ({counted})")
+            f"{units.format_bytes(run['peak_bytes'][name])} ({counted})")
 
 
+@panel("05_step")
 def amp_step(result: dict, figure) -> None:
-    """05_step: the loss of a short training run with and without autocast, each curve labelled
+    """The loss of a short training run with and without autocast, each curve labelled
     with its run's time per step and peak memory."""
-    record = reference.load("05_step")
+    record = reference.load(amp_step.panel_name)
     usable = _same_experiment(record, result, ("width",))
     ax = figure.subplots()
     plots.series(ax, result, x="steps", y="loss", reference=usable, colors=DTYPE_COLORS)
@@ -592,12 +649,13 @@ def amp_step(result: dict, figure) -> None:
     plots.legend(figure)
 
 
+@panel("05_underflow")
 def underflow(result: dict, figure) -> None:
-    """05_underflow: gradient magnitudes against float16's smallest numbers, before and after loss
+    """Gradient magnitudes against float16's smallest numbers, before and after loss
     scaling; and a GradScaler's scale over a short run with an injected inf."""
     from matplotlib.ticker import LogFormatterSciNotation, LogLocator, NullFormatter
 
-    record = reference.load("05_underflow")
+    record = reference.load(underflow.panel_name)
     usable = _same_experiment(record, result, ("scale",))
     hist_ax, scale_ax = figure.subplots(1, 2)
     plots.series(hist_ax, result, x="bin_centres", y="counts", reference=usable, colors=DTYPE_COLORS,
@@ -657,11 +715,12 @@ def _processes_note(figure, result: dict, record: dict | None) -> None:
                    + (reference.NOT_RECORDED if record is None else "the reference ran on CPU processes too"))
 
 
+@panel("06_allreduce", published=("allreduce-8xh200-16mib", "allreduce-8xh200-16gib"))
 def allreduce(result: dict, figure) -> None:
-    """06_allreduce: all-reduce time against message size per number of processes, with the α + β·S
+    """All-reduce time against message size per number of processes, with the α + β·S
     fit the lesson made, and the bus bandwidth S/t · 2(n − 1)/n beside published bus bandwidths of
     GPUs over NVLink."""
-    record = reference.load("06_allreduce")
+    record = reference.load(allreduce.panel_name)
     usable, on_cpu = _processes_reference(record, result, ())
     time_ax, bus_ax = figure.subplots(1, 2)
     plots.series(time_ax, result, x="sizes", y="seconds", reference=usable, scale=1e3, on_reference_cpu=on_cpu)
@@ -675,21 +734,22 @@ def allreduce(result: dict, figure) -> None:
     if result["backend"] != "nccl" and usable is None:
         for index, (link, gbps) in enumerate(LINKS_GBPS.items()):
             plots.known_level(bus_ax, gbps, f"{link}: {gbps:g} GB/s (theoretical)", index)
-    _published(bus_ax, "06_allreduce", "GB/s")
+    _published(bus_ax, allreduce, "GB/s")
     _processes_note(figure, result, record)
     time_ax.set_title(f"all_reduce time ({_where(result)})", fontsize=9)
     bus_ax.set_title("bus bandwidth = S/t · 2(n − 1)/n", fontsize=9)
     for ax, ylabel in ((time_ax, "ms per all_reduce"), (bus_ax, "GB/s")):
         _finish(ax, "message size S", ylabel, x="bytes")
         ticks = result["sizes"][::-2][::-1] if len(result["sizes"]) > 4 else result["sizes"]   # ×16 apart: readable
-        ax.set_xticks(ticks, [plots.format_bytes(size) for size in ticks])
+        ax.set_xticks(ticks, [units.format_bytes(size) for size in ticks])
     plots.legend(figure)
 
 
+@panel("06_throughput")
 def ddp_throughput(result: dict, figure) -> None:
-    """06_throughput: training samples per second against the number of processes, beside n times
+    """Training samples per second against the number of processes, beside n times
     one process's rate, with the number of cores marked."""
-    record = reference.load("06_throughput")
+    record = reference.load(ddp_throughput.panel_name)
     usable, on_cpu = _processes_reference(record, result, ("width", "batch"))
     ax = figure.subplots()
     processes = result["processes"]
@@ -716,10 +776,11 @@ def ddp_throughput(result: dict, figure) -> None:
 GRADIENT_FLOOR = 1e-12      # a difference of exactly 0 is drawn here, on the log axis
 
 
+@panel("06_gradients")
 def ddp_gradients(result: dict, figure) -> None:
-    """06_gradients: per parameter tensor, the largest difference between one process's gradient of the
+    """Per parameter tensor, the largest difference between one process's gradient of the
     whole batch and DDP's all-reduced gradient — and rank 0's own, before averaging."""
-    record = reference.load("06_gradients")
+    record = reference.load(ddp_gradients.panel_name)
     usable, on_cpu = _processes_reference(record, result, ("global_batch", "world"))
     ax = figure.subplots()
     shown = dict(result, index=list(range(len(result["parameters"]))))
@@ -743,8 +804,9 @@ def ddp_gradients(result: dict, figure) -> None:
 # ---------------------------------------------------------------- lesson 07
 
 
+@panel("07_profile")
 def profile_step(result: dict, figure) -> None:
-    """07_profile: the top operators of a profiled training step by self time, and the timeline of
+    """The top operators of a profiled training step by self time, and the timeline of
     the recorded steps drawn from the profiler's trace. The profile is the reader's own code on
     their own machine; no reference is drawn beside it."""
     ops_ax, time_ax = figure.subplots(1, 2, gridspec_kw={"width_ratios": [1, 2.2]})
@@ -767,10 +829,11 @@ def profile_step(result: dict, figure) -> None:
                    "where the kernels run")
 
 
+@panel("07_sawtooth")
 def sawtooth(result: dict, figure) -> None:
-    """07_sawtooth: matmul GFLOP/s for every n in a range around a multiple of 64, multiples of 64
+    """Matmul GFLOP/s for every n in a range around a multiple of 64, multiples of 64
     marked; a reader without an accelerator sees the reference GPU's range beside their own."""
-    record = reference.load("07_sawtooth")
+    record = reference.load(sawtooth.panel_name)
     beside = record is not None and _no_accelerator(result)
     axes = figure.subplots(1, 2) if beside else [figure.subplots()]
     runs = [(axes[0], result, None)] + ([(axes[1], record["result"], record)] if beside else [])
@@ -798,10 +861,11 @@ def sawtooth(result: dict, figure) -> None:
     plots.legend(figure)
 
 
+@panel("07_cudnn")
 def cudnn_steps(result: dict, figure) -> None:
-    """07_cudnn: the time of every training step of a small conv net with cudnn.benchmark off and
+    """The time of every training step of a small conv net with cudnn.benchmark off and
     on, a new input size every few steps."""
-    record = reference.load("07_cudnn")
+    record = reference.load(cudnn_steps.panel_name)
     usable = _same_experiment(record, result, ("image_sizes", "steps_per_size"))
     ax = figure.subplots()
     plots.series(ax, result, x="steps", y="ms", reference=usable,
@@ -827,10 +891,11 @@ COUNT_COLORS = {"syncs": "#c44e52", ".to calls": "#8172b3", "tensors made in for
                 "optimizer steps": "#55a868"}
 
 
+@panel("07_slow_loop")
 def slow_loop(result: dict, figure) -> None:
-    """07_slow_loop: the time of one epoch and the profiler's counts, for a slow loop fixed one
+    """The time of one epoch and the profiler's counts, for a slow loop fixed one
     problem at a time."""
-    record = reference.load("07_slow_loop")
+    record = reference.load(slow_loop.panel_name)
     usable = _same_experiment(record, result, ("samples", "versions"))
     time_ax, count_ax = figure.subplots(1, 2)
     plots.series(time_ax, result, x="stage", y="ms_per_epoch", reference=usable,
@@ -850,12 +915,3 @@ def slow_loop(result: dict, figure) -> None:
     if _no_accelerator(result) and usable is None:
         plots.note(figure, "no accelerator here · " + reference.NOT_RECORDED)
     plots.legend(figure)
-
-
-# Which figure draws which panel (and reads that panel's reference).
-FOR_PANEL = {"00_roofline": roofline, "00_overhead": overhead, "00_amdahl": amdahl, "01_matmul": matmul,
-             "02_bandwidth": bandwidth, "02_sync": sync, "03_throughput": throughput, "03_placement": placement,
-             "04_batch": batch_memory, "04_checkpoint": checkpointing, "04_timeline": memory_timeline,
-             "05_matmul": dtype_matmul, "05_step": amp_step, "05_underflow": underflow,
-             "06_allreduce": allreduce, "06_throughput": ddp_throughput, "06_gradients": ddp_gradients,
-             "07_profile": profile_step, "07_sawtooth": sawtooth, "07_cudnn": cudnn_steps, "07_slow_loop": slow_loop}

@@ -1,11 +1,12 @@
-"""Figures for the lessons, drawn without pyplot so that no backend or global state is involved.
+"""The parts the lessons' figures are drawn with: new figures, readable axes, series, device colours, notes.
 
-The one way a panel draws a measurement beside a recorded reference is :func:`series`: the
-reader's curves solid, the reference GPU's dashed, both through the same unit conversion.
-Figures that need a figure from outside the measurement (a link's theoretical bandwidth, a
-GPU's spec-sheet peak) draw it with :func:`known_level` or :func:`known_curve`, dotted and
-labelled as what it is. Notes go under the axes (:func:`note`), the legend beside them
-(:func:`legend`), so neither covers the data.
+Figures are made without pyplot, so that no backend or global state is involved; each panel's
+figure, made of these parts, is in :mod:`gpulab.figures`. The one way a figure draws a measurement
+beside a recorded reference is :func:`series`: the reader's curves solid, the reference GPU's
+dashed, both through the same unit conversion. A figure from outside the measurement (a link's
+theoretical bandwidth, a GPU's spec-sheet peak) is drawn with :func:`known_level` or
+:func:`known_curve`, dotted and labelled as what it is. Notes go under the axes (:func:`note`), the
+legend beside them (:func:`legend`), so neither covers the data.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import io
 import math
 from pathlib import Path
 from typing import Callable, Iterable
+
+from .units import format_bytes  # gpulab.plots.format_bytes too: exercise notebooks handed out call it
 
 __all__ = [
     "DEVICE_COLORS", "bytes_axis", "color_for", "format_bytes", "is_accelerator", "known_curve", "known_level",
@@ -24,14 +27,6 @@ __all__ = [
 DEVICE_COLORS = {"cpu": "#4c72b0", "cuda": "#55a868", "mps": "#c44e52", "xpu": "#8172b2", "reference": "#7f7f7f"}
 # Figures that were not measured here: dotted, each its own muted colour.
 KNOWN_COLORS = ("#8c564b", "#7f7f7f", "#bcbd22", "#17becf", "#e377c2")
-
-
-def format_bytes(n: float) -> str:
-    """``4096`` → ``"4 KiB"``, ``3 * 2**30`` → ``"3 GiB"``: binary units, as memory is sized."""
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(n) >= scale:
-            return f"{n / scale:.3g} {unit}"
-    return f"{n:.0f} B"
 
 
 def color_for(device: str) -> str:

@@ -6,9 +6,11 @@ Three kinds, kept apart:
   vendor promises, never a measurement;
 - published measurements (:data:`PUBLISHED`, :func:`published`): numbers someone measured on a
   named GPU and published, each kept with its source, the GPU and its variant, its link and the
-  software, and drawn as "published", never as this course's measurement;
-- results recorded with ``gpulab bench`` on a real GPU: a JSON file per experiment in
-  ``gpulab/reference_results/``, read by :func:`load` (an H100 SXM's, recorded with
+  software, and drawn as "published", never as this course's measurement; a panel's figure names
+  those it draws where it is registered (:func:`gpulab.figures.panel`);
+- results recorded with ``gpulab bench`` on a real GPU: a JSON file per panel in
+  ``gpulab/reference_results/``, named after the panel (``02_bandwidth.json``, the name its figure
+  was registered under), read by :func:`load` (an H100 SXM's, recorded with
   tools/gpu-runner; its log is in tools/gpu-runner/records/). Where none exists :func:`load` returns None
   and lessons say so. They never show numbers that were not measured.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable, Iterable
 from importlib import resources
 from typing import Any
 
@@ -167,7 +170,6 @@ class Published:
     url: str
     quote: str                  # the row or sentence the value was read in
     short: str                  # the source in a few words, for a legend
-    panels: tuple               # the lesson panels (gpulab.figures.FOR_PANEL) that draw it
     dtype: str | None = None    # for matrix multiplies: "float32", "tf32", "bfloat16", "float16"
     direction: str | None = None   # for host↔device copies: "host→device" or "device→host"
     memory: str | None = None   # for host↔device copies: "pinned" or "pageable" host memory
@@ -203,14 +205,14 @@ _ZZC_HOW = ("n×n torch.mm timed by wall clock over 30 calls after 6 warm-up cal
             "n = 1024, 2048, 4096, 8192, 10240; the best n")
 
 _MAMF = dict(
-    short="stas00/ml-engineering", unit="TFLOP/s", dtype="bfloat16", panels=("00_roofline",),
+    short="stas00/ml-engineering", unit="TFLOP/s", dtype="bfloat16",
     source="stas00/ml-engineering, compute/accelerator/README.md, \"Maximum Achievable Matmul FLOPS comparison "
            "table\" (BF16), at commit b9e29720eebd4aa946fa9678975385efbc90a777",
     url="https://github.com/stas00/ml-engineering/blob/b9e29720eebd4aa946fa9678975385efbc90a777/"
         "compute/accelerator/README.md#maximum-achievable-matmul-flops-comparison-table")
 
 _COPY = dict(
-    short="chsasank/device-benchmarks", unit="GB/s", panels=("00_overhead",), caption="device memory copy",
+    short="chsasank/device-benchmarks", unit="GB/s", caption="device memory copy",
     measured="a.copy_(b) of float32 tensors of 2^20 to 2^26.5 elements (4 MB to 380 MB) in PyTorch, counted as "
              "bytes read plus bytes written (2 × bytes copied) per second (benchmark.py, as read at commit 89a1dae); "
              "the README's summary figure",
@@ -220,7 +222,7 @@ _COPY = dict(
     url="https://github.com/chsasank/device-benchmarks/blob/06f4d7e25fda0cf2b097f0567f71a4ad0df7cde6/README.md")
 
 _ALLREDUCE = dict(
-    gpu="H200 SXM 141GB ×8", short="stas00/ml-engineering", unit="GB/s", panels=("06_allreduce",),
+    gpu="H200 SXM 141GB ×8", short="stas00/ml-engineering", unit="GB/s",
     link="NVLink 4 through NVSwitch, all pairs NV18 (as the source states)",
     software="torch 2.9.1+cu130, CUDA 13.0, NCCL 2.27.7",
     source="stas00/ml-engineering, network/benchmarks/results/all-reduce-8xH200.md (all_reduce_bench.py), at commit "
@@ -229,14 +231,14 @@ _ALLREDUCE = dict(
         "network/benchmarks/results/all-reduce-8xH200.md")
 
 _BLOG = dict(
-    gpu="NVS 4200M notebook", short="NVIDIA blog", unit="GB/s", panels=("02_bandwidth",),
+    gpu="NVS 4200M notebook", short="NVIDIA blog", unit="GB/s",
     link="PCIe 2.0 ×16 (\"PCI-e Gen2 x16\", as the post states), host CPU Intel Core i7-2620M",
     software="the post's bandwidthtest.cu; CUDA version not stated",
     source="\"How to Optimize Data Transfers in CUDA C/C++\", NVIDIA Technical Blog (CUDA C/C++ series)",
     url="https://developer.nvidia.com/blog/how-optimize-data-transfers-cuda-cc/")
 
 _BANDWIDTHTEST = dict(
-    gpu="T4 PCIe 16GB", short="router-gao/cuda-demo", unit="GB/s", panels=("02_bandwidth",), memory="pinned",
+    gpu="T4 PCIe 16GB", short="router-gao/cuda-demo", unit="GB/s", memory="pinned",
     link="PCIe 3.0 ×16 card (the T4's data sheet; the output does not state the host's link)",
     software="CUDA samples bandwidthTest, quick mode; CUDA version not stated",
     source="router-gao/cuda-demo, cuda-samples/02-cuda-bandwidth.md (bandwidthTest output), at commit "
@@ -248,16 +250,16 @@ PUBLISHED = (
     # Matrix multiply by dtype: one H100 SXM, one run of square n×n multiplies, as the lessons time them.
     Published("zzc-h100-sxm-float32", 51.88, "TFLOP/s", "float32 n×n matmul",
               "float32 ('FP32', listed apart from 'TF32') " + _ZZC_HOW + ": 4096", quote="FP32: … 4096x4096: 51.88 TFLOPS",
-              panels=("05_matmul", "01_matmul", "00_roofline"), dtype="float32", **_ZZC),
+              dtype="float32", **_ZZC),
     Published("zzc-h100-sxm-tf32", 402.15, "TFLOP/s", "TF32 n×n matmul",
               "float32 inputs with TF32 ('TF32') " + _ZZC_HOW + ": 4096", quote="TF32: … 4096x4096: 402.15 TFLOPS",
-              panels=("05_matmul",), dtype="tf32", **_ZZC),
+              dtype="tf32", **_ZZC),
     Published("zzc-h100-sxm-float16", 760.04, "TFLOP/s", "float16 n×n matmul",
               "float16 ('FP16') " + _ZZC_HOW + ": 4096", quote="FP16: … 4096x4096: 760.04 TFLOPS",
-              panels=("05_matmul", "01_matmul", "00_roofline"), dtype="float16", **_ZZC),
+              dtype="float16", **_ZZC),
     Published("zzc-h100-sxm-bfloat16", 797.51, "TFLOP/s", "bfloat16 n×n matmul",
               "bfloat16 ('BF16') " + _ZZC_HOW + ": 8192", quote="BF16: … 8192x8192: 797.51 TFLOPS",
-              panels=("05_matmul", "01_matmul"), dtype="bfloat16", **_ZZC),
+              dtype="bfloat16", **_ZZC),
     # The most a matmul of any shape reached: the flat part of a measured roof.
     Published("mamf-h100-sxm-bfloat16", 794.5, caption="bfloat16 matmul, best shape found",
               measured="bfloat16 torch matmul, the best shape mamf-finder.py found (M×N×K = 2048×2048×13312), "
@@ -320,10 +322,18 @@ PUBLISHED = (
 )
 
 
-def published(panel: str, *, dtype: str | None = None, direction: str | None = None) -> tuple[Published, ...]:
-    """The published measurements that ``panel`` draws; with ``dtype`` (a matrix multiply's) or
-    ``direction`` (a host↔device copy's), only those of that dtype or direction."""
-    return tuple(entry for entry in PUBLISHED if panel in entry.panels
+def published(keys: Iterable[str], *, dtype: str | None = None, direction: str | None = None) -> tuple[Published, ...]:
+    """The published measurements whose keys are in ``keys``, in :data:`PUBLISHED`'s order; with ``dtype`` (a
+    matrix multiply's) or ``direction`` (a host↔device copy's), only those of that dtype or direction.
+
+    A panel's figure names the keys it draws where it is registered (:func:`gpulab.figures.panel`).
+    ValueError for a key no published measurement has.
+    """
+    keys = set(keys)
+    unknown = keys - {entry.key for entry in PUBLISHED}
+    if unknown:
+        raise ValueError(f"no published measurement has the key {', '.join(map(repr, sorted(unknown)))}")
+    return tuple(entry for entry in PUBLISHED if entry.key in keys
                  and (dtype is None or entry.dtype == dtype)
                  and (direction is None or entry.direction == direction))
 
@@ -333,20 +343,31 @@ def _folder():
 
 
 def names() -> list[str]:
-    """The experiments that have a recorded reference."""
+    """The panels that have a recorded reference."""
     return sorted(p.name[:-5] for p in _folder().iterdir() if p.name.endswith(".json"))
 
 
-def load(name: str) -> dict[str, Any] | None:
-    """The recorded reference for experiment ``name``, or None when none is recorded.
+def load(name: str | Callable) -> dict[str, Any] | None:
+    """The recorded reference for the panel ``name``, or None when none is recorded. ``name`` may be the
+    panel's figure (``gpulab.figures.bandwidth``), whose registered name is then read.
 
     The record holds ``device`` (the GPU's description), ``torch`` (its version),
     ``recorded`` (a date), ``command`` (what measured it) and ``result``.
     """
+    name = _panel_name(name)
     path = _folder().joinpath(f"{name}.json")
     if not path.is_file():
         return None
     return validate(json.loads(path.read_text(encoding="utf-8")), name)
+
+
+def _panel_name(name: str | Callable) -> str:
+    if isinstance(name, str):
+        return name
+    registered = getattr(name, "panel_name", None)
+    if registered is None:
+        raise TypeError(f"{name!r} is neither a panel's name nor a figure registered with gpulab.figures.panel")
+    return registered
 
 
 def validate(record: Any, name: str) -> dict[str, Any]:
@@ -390,8 +411,8 @@ def cpu_label(record: dict[str, Any]) -> str:
     return f"{cpu.get('name', 'CPU')}{cores}"
 
 
-def describe(name: str) -> str:
-    """One line saying where the reference for ``name`` comes from, or that there is none."""
+def describe(name: str | Callable) -> str:
+    """One line saying where the reference for the panel ``name`` (or its figure) comes from, or that there is none."""
     record = load(name)
     if record is None:
         return NOT_RECORDED

@@ -18,19 +18,12 @@ from typing import Callable, Sequence
 import torch
 
 from .devices import best_device, synchronize
+from .units import format_seconds  # gpulab.timing.format_seconds too, as before
 
 __all__ = ["Timing", "copy_gbps", "crossover", "expected_seconds", "format_seconds", "fresh_memory_gbps", "matmul_gflops",
            "matmul_n_for", "time_fn"]
 
 MODES = ("device", "wall")
-
-
-def format_seconds(seconds: float) -> str:
-    """``0.00123`` → ``"1.23 ms"``: three significant digits with a unit a reader knows."""
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
-        if abs(seconds) >= scale or unit == "ns":
-            return f"{seconds / scale:.3g} {unit}"
-    raise AssertionError("unreachable")
 
 
 @dataclasses.dataclass(frozen=True)

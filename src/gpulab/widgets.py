@@ -8,6 +8,9 @@ A panel wraps one experiment function written in the lesson::
 
     Panel(sweep, {"max_n": log2_slider("largest n", 64, 4096, 1024)}, plot=draw)
 
+A panel drawn by a panel's figure (``plot=gpulab.figures.bandwidth``) takes that figure's name
+(``"02_bandwidth"``), under which ``gpulab bench`` records it and its reference is found.
+
 Displaying the panel runs the experiment once with the defaults, so executing the notebook
 exercises the whole path. Every error, out-of-memory included, is caught and shown in the
 panel; the kernel and the panel stay usable. Only core ipywidgets are used, and the same
@@ -26,7 +29,7 @@ from typing import Any, Callable, Mapping
 
 import ipywidgets as w
 
-from . import plots
+from . import plots, units
 
 __all__ = ["Panel", "bytes_slider", "checkbox", "choice_slider", "default_limit_s", "dropdown", "int_slider", "log2_slider",
            "powers_of_two"]
@@ -79,7 +82,7 @@ def bytes_slider(description: str, low: int, high: int, value: int, cap: int | N
     sizes = powers_of_two(low, high)
     value = max(v for v in sizes if v <= max(value, sizes[0]))
     return w.SelectionSlider(
-        description=description, options=[(plots.format_bytes(v), v) for v in sizes], value=value,
+        description=description, options=[(units.format_bytes(v), v) for v in sizes], value=value,
         style=_STYLE, layout=w.Layout(width="420px"), continuous_update=False,
     )
 
@@ -188,7 +191,9 @@ class Panel:
     - ``plot(result, figure)`` draws the result on a matplotlib ``Figure``.
     - ``summary(result)`` returns one line for the status (optional).
     - ``name`` names the experiment, e.g. ``"02_bandwidth"``: ``gpulab bench`` records the
-      panel's default run under it, and :func:`gpulab.reference.load` finds it by it.
+      panel's default run under it, and :func:`gpulab.reference.load` finds it by it. It is the
+      name ``plot`` was registered under (:func:`gpulab.figures.panel`) where ``plot`` is a
+      panel's figure, and is then not given again; a name that differs from it is a ValueError.
     - ``estimate_s(**values)`` says about how many seconds a run with those values takes on
       this machine (see :func:`gpulab.timing.expected_seconds`). Each slider then offers
       only the settings that finish within ``limit_s``, given the other controls' values, and
@@ -217,7 +222,11 @@ class Panel:
         self.controls = dict(controls)
         self.plot = plot
         self.summary = summary
-        self.name = name
+        registered = getattr(plot, "panel_name", None)
+        if name is not None and registered is not None and name != registered:
+            raise ValueError(f"{getattr(plot, '__name__', 'the plot')} draws the panel {registered!r}, "
+                             f"not {name!r}: leave name out, and the panel takes its figure's")
+        self.name = name if name is not None else registered
         self.figsize = figsize
         self.result: Any = None
         self.error: BaseException | None = None

@@ -168,19 +168,30 @@ def lesson_sources():
         yield path, "\n".join(course.cell_source(c) for c in cells if c["cell_type"] == "code")
 
 
-def test_every_lesson_panel_is_named_drawn_by_its_figure_and_sized_by_an_estimate():
+def test_every_lesson_panel_is_drawn_and_named_by_its_figure_and_sized_by_an_estimate():
     names = []
     for path, source in lesson_sources():
         panels = source.count("gpulab.widgets.Panel(")
-        found = re.findall(r'\bname="([^"]+)"', source)
-        assert len(found) == panels, f"{path.name}: {panels} panels, {len(found)} named"
-        assert source.count("plot=gpulab.figures.") == source.count("estimate_s=") == panels, (
+        drawn_by = re.findall(r"\bplot=gpulab\.figures\.(\w+)", source)
+        assert len(drawn_by) == source.count("estimate_s=") == panels, (
             f"{path.name}: every panel is drawn by a gpulab.figures function and sized by an estimate_s")
-        for name in found:
+        assert not re.search(r'\bname="\d\d_', source), f"{path.name}: a panel's name is its figure's, not given again"
+        for function in drawn_by:
+            name = getattr(getattr(figures, function), "panel_name", None)
+            assert figures.PANELS.get(name) is getattr(figures, function), (
+                f"{path.name}: gpulab.figures.{function} is no panel's figure (register it with @figures.panel)")
             assert name.startswith(path.stem[:3]), f"{path.name}: panel {name!r} should start with {path.stem[:3]!r}"
-            assert name in figures.FOR_PANEL, f"{path.name}: no figure in gpulab.figures.FOR_PANEL draws {name!r}"
-        names += found
-    assert len(names) == len(set(names)), f"panel names repeat: {names}"
+        names += drawn_by
+    assert len(names) == len(set(names)), f"a figure draws two panels: {names}"
+
+
+def test_each_figure_reads_the_reference_recorded_under_its_own_name(monkeypatch):
+    loaded = []
+    monkeypatch.setattr(reference, "load", lambda name: loaded.append(name))      # and no reference: None
+    for name, result in real_gpu_results().items():
+        loaded.clear()
+        figures.PANELS[name](result, plots.new_figure((11.0, 3.6)))
+        assert loaded == ([] if name in OWN_ONLY else [name]), f"{name}'s figure read the references of {loaded}"
 
 
 @pytest.fixture(scope="module")
@@ -200,12 +211,12 @@ def lesson_runs(tmp_path_factory):
 
 
 def test_the_bench_records_every_lesson_panel(lesson_runs):
-    assert set(lesson_runs) == set(figures.FOR_PANEL)
+    assert set(lesson_runs) == set(figures.PANELS)
     for name, item in lesson_runs.items():
         record = reference.validate(json.loads(item.json_path.read_text()), name)
         assert record["lesson"].startswith(name[:2]) and record["result"] and record["settings"]
         assert item.png_path.read_bytes().startswith(b"\x89PNG")
-        assert item.panel.plot is figures.FOR_PANEL[name]
+        assert item.panel.plot is figures.PANELS[name] and item.panel.plot.panel_name == name
     bandwidth = lesson_runs["02_bandwidth"].panel.result
     assert bandwidth["sizes"][0] == 4096 and all(v > 0 for values in bandwidth["gbps"].values() for v in values)
     assert lesson_runs["02_sync"].panel.result["steps"][-1] == lesson_runs["02_sync"].panel.values["most_steps"]

@@ -1,4 +1,4 @@
-"""gpulab.memory.TensorLedger, gpulab.simulated.SimulatedMemory and the snapshot figure."""
+"""gpulab.memory.TensorLedger and the snapshot figure."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from torch import nn
 from gpulab import figures, plots
 from gpulab import memory
 from gpulab.memory import TensorLedger
-from gpulab.simulated import SimulatedMemory
 
 from conftest import requires_cuda
 
@@ -206,40 +205,6 @@ def test_recover_from_oom_without_an_error_or_ipython_does_nothing_harmful():
     assert kept.sum().item() == 10
 
 
-# ---------------------------------------------------------------- the simulated GPU
-
-
-def test_simulated_memory_counts_blocks_and_runs_out_like_cuda():
-    real_available = torch.cuda.is_available()
-    with SimulatedMemory("cuda", total=2**30) as gpu:
-        assert torch.cuda.is_available() and torch.accelerator.is_available()
-        weights = gpu.allocate(300 * MiB)
-        torch.cuda.reset_peak_memory_stats()
-        spike = gpu.allocate(200 * MiB)
-        spike.free()
-        spike.free()                                  # freeing twice frees once
-        assert torch.cuda.memory_allocated() == torch.accelerator.memory_allocated() == 300 * MiB
-        assert torch.cuda.max_memory_allocated("cuda:0") == 500 * MiB
-        assert torch.cuda.mem_get_info() == (2**30 - 300 * MiB, 2**30)
-        with pytest.raises(torch.OutOfMemoryError, match="CUDA out of memory. Tried to allocate 1024.00 MiB"):
-            gpu.allocate(2**30)
-        assert gpu.allocated == 300 * MiB and gpu.failures == 1
-        del weights
-        assert torch.cuda.memory_allocated() == 0
-    assert torch.cuda.is_available() == real_available
-
-
-def test_a_simulated_machine_without_a_gpu_refuses_like_one():
-    with SimulatedMemory("cpu"):
-        assert not torch.cuda.is_available()
-        assert torch.accelerator.current_accelerator() is None
-        for query in (torch.cuda.memory_allocated, torch.cuda.max_memory_allocated, torch.accelerator.memory_allocated):
-            with pytest.raises(RuntimeError):
-                query()
-    with pytest.raises(ValueError):
-        SimulatedMemory("mps")
-
-
 # ---------------------------------------------------------------- a CUDA snapshot, drawn
 
 
@@ -265,3 +230,56 @@ def test_a_snapshot_draws_the_gpu_named_however_it_is_named(device):
     figures.cuda_snapshot(snapshot, figure, device=device)
     (line,) = [line for line in figure.axes[0].get_lines() if line.get_gid() == "yours|snapshot"]
     assert list(line.get_ydata()) == [3 * MiB]
+
+
+# ---------------------------------------------------------------- what fits: free memory and the sizes it allows
+
+
+def test_free_bytes_of_the_cpu_is_positive_and_below_physical_memory():
+    import os
+
+    free = memory.free_bytes("cpu")
+    assert 0 < free <= os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def test_largest_square_n_fits_the_budget(monkeypatch):
+    monkeypatch.setattr(memory, "free_bytes", lambda device: 3 * 4 * 1000 * 1000 * 2)
+    n = memory.largest_square_n("cpu", matrices=3, dtype=torch.float32, fraction=0.5)
+    assert n == 1000
+    assert memory.largest_square_n("cpu", matrices=3, dtype=torch.bfloat16, fraction=0.5) == 1414
+    with pytest.raises(ValueError):
+        memory.largest_square_n("cpu", fraction=0)
+
+
+def test_largest_buffer_splits_the_budget(monkeypatch):
+    monkeypatch.setattr(memory, "free_bytes", lambda device: 8 * 2**30)
+    assert memory.largest_buffer("cpu") == 4 * 2**30
+    assert memory.largest_buffer("cpu", buffers=4, fraction=1.0) == 2 * 2**30
+    with pytest.raises(ValueError):
+        memory.largest_buffer("cpu", buffers=0)
+    with pytest.raises(ValueError):
+        memory.largest_buffer("cpu", fraction=0)
+
+
+@requires_cuda
+def test_free_bytes_on_cuda_counts_the_allocators_cache():
+    before = memory.free_bytes("cuda:0")
+    block = torch.empty(256 * 2**20, dtype=torch.uint8, device="cuda:0")
+    during = memory.free_bytes("cuda:0")
+    del block  # back in PyTorch's cache, still free for new tensors
+    after = memory.free_bytes("cuda:0")
+    assert during < before and after == pytest.approx(before, rel=0.01)
+
+
+def test_pinned_memory_is_released_only_where_an_accelerator_can(monkeypatch):
+    assert memory.release_pinned_memory() is torch.accelerator.is_available()
+    calls = []
+    monkeypatch.setattr(torch.accelerator, "is_available", lambda: True)
+    monkeypatch.setattr(torch.accelerator, "empty_host_cache", lambda: calls.append("released"), raising=False)
+    assert memory.release_pinned_memory() is True and calls == ["released"]
+
+    def refuses():
+        raise RuntimeError("not supported here")
+
+    monkeypatch.setattr(torch.accelerator, "empty_host_cache", refuses)
+    assert memory.release_pinned_memory() is False

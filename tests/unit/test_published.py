@@ -39,9 +39,14 @@ def problems(entry) -> list[str]:
         found.append(f"unknown unit {entry.unit!r}")
     if entry.value not in numbers_in(entry.quote):
         found.append(f"{entry.value} is not in the quoted source text {entry.quote!r}")
-    if not entry.panels or set(entry.panels) - set(figures.FOR_PANEL):
-        found.append(f"panels {entry.panels} are not all in gpulab.figures.FOR_PANEL")
+    if not drawn_by(entry.key):
+        found.append("no panel's figure draws it (gpulab.figures.panel(..., published=...))")
     return found
+
+
+def drawn_by(key) -> list[str]:
+    """The panels whose figures were registered to draw the published measurement ``key``."""
+    return [name for name, draw in figures.PANELS.items() if key in draw.published_keys]
 
 
 def test_every_published_figure_keeps_its_source_gpu_variant_link_software_and_unit():
@@ -55,17 +60,28 @@ def test_the_record_check_finds_a_figure_without_a_source_or_variant():
     assert problems(dataclasses.replace(good, source=" ")) == ["no source"]
     assert problems(dataclasses.replace(good, gpu="H100")) == ["the GPU 'H100' names no variant (SXM, PCIe, NVL, notebook)"]
     assert problems(dataclasses.replace(good, value=good.value * 10))          # a typo: not what the source says
-    assert problems(dataclasses.replace(good, panels=("05_matmuls",)))         # a panel no figure draws
+    assert problems(dataclasses.replace(good, key="zzc-h100-sxm-float32, renamed")) == [     # a figure no panel draws
+        "no panel's figure draws it (gpulab.figures.panel(..., published=...))"]
+
+
+def test_a_panel_registered_with_a_published_key_that_does_not_exist_is_refused(monkeypatch):
+    monkeypatch.setattr(figures, "PANELS", dict(figures.PANELS))
+    with pytest.raises(ValueError, match="no published measurement has the key 'zzc-h100-sxm-float23'"):
+        figures.panel("98_demo", published=("zzc-h100-sxm-float32", "zzc-h100-sxm-float23"))
+    assert "98_demo" not in figures.PANELS
 
 
 def test_published_picks_a_panels_figures_by_dtype_and_direction():
-    bf16 = reference.published("05_matmul", dtype="bfloat16")
-    assert bf16 and all(e.dtype == "bfloat16" and "05_matmul" in e.panels for e in bf16)
-    h2d = reference.published("02_bandwidth", direction="host→device")
+    matmul, bandwidth = figures.dtype_matmul.published_keys, figures.bandwidth.published_keys
+    bf16 = reference.published(matmul, dtype="bfloat16")
+    assert bf16 and all(e.dtype == "bfloat16" and e.key in matmul for e in bf16)
+    h2d = reference.published(bandwidth, direction="host→device")
     assert {e.memory for e in h2d} == {"pinned", "pageable"} and all(e.direction == "host→device" for e in h2d)
-    assert reference.published("07_profile") == ()
-    assert set(reference.published("02_bandwidth")) == set(h2d) | set(reference.published("02_bandwidth",
-                                                                                           direction="device→host"))
+    assert reference.published(figures.profile_step.published_keys) == ()
+    assert set(reference.published(bandwidth)) == set(h2d) | set(reference.published(bandwidth, direction="device→host"))
+    # In the table's order, whatever the order of the keys: a figure's colours follow it.
+    assert reference.published(reversed(bandwidth)) == reference.published(bandwidth)
+    assert [e.key for e in reference.published(bandwidth)] == [e.key for e in reference.PUBLISHED if e.key in bandwidth]
 
 
 def test_a_value_converts_only_to_a_unit_of_the_same_quantity():
@@ -125,7 +141,7 @@ def axis_unit(ax) -> str:
 def drawn(panel, result):
     """(entry, axes, line) for each published line the panel's figure draws for ``result``."""
     figure = plots.new_figure((11, 3.6))
-    figures.FOR_PANEL[panel](result, figure)
+    figures.PANELS[panel](result, figure)
     by_key = {entry.key: entry for entry in reference.PUBLISHED}
     return [(by_key[line.get_gid().split("|", 1)[1]], ax, line) for ax in figure.axes for line in ax.get_lines()
             if (line.get_gid() or "").startswith("published|")]
@@ -160,13 +176,15 @@ def mismatches(panel, result) -> list[str]:
 
 @pytest.mark.parametrize("panel", sorted(RESULTS))
 def test_a_panel_draws_its_published_figures_at_their_values_in_its_axis_unit(panel):
-    assert {p for entry in reference.PUBLISHED for p in entry.panels} == set(RESULTS), "a panel without results here"
+    assert {name for entry in reference.PUBLISHED for name in drawn_by(entry.key)} == set(RESULTS), (
+        "a panel without results here")
     shown = set()
     for result in RESULTS[panel]:
         assert mismatches(panel, result) == []
         shown |= {entry.key for entry, _ax, _line in drawn(panel, result)}
     assert drawn(panel, RESULTS[panel][0]), f"{panel}: a CPU-only reader sees no published figure"
-    assert shown == {entry.key for entry in reference.published(panel)}, f"{panel}: some published figures never drawn"
+    assert shown == {entry.key for entry in reference.published(figures.PANELS[panel].published_keys)}, (
+        f"{panel}: some published figures never drawn")
 
 
 def test_a_figure_drawn_in_the_published_unit_instead_of_the_axiss_is_caught(monkeypatch):
@@ -177,7 +195,8 @@ def test_a_figure_drawn_in_the_published_unit_instead_of_the_axiss_is_caught(mon
 
 
 def test_a_figure_of_another_quantity_cannot_be_drawn(monkeypatch):
-    wrong = dataclasses.replace(reference.PUBLISHED[0], key="wrong", panels=("06_allreduce",))
+    wrong = dataclasses.replace(reference.PUBLISHED[0], key="wrong")
     monkeypatch.setattr(reference, "PUBLISHED", reference.PUBLISHED + (wrong,))
+    monkeypatch.setattr(figures.allreduce, "published_keys", figures.allreduce.published_keys + ("wrong",))
     with pytest.raises(ValueError, match="TFLOP/s, which is no B/s"):
         drawn("06_allreduce", RESULTS["06_allreduce"][0])

@@ -6,7 +6,7 @@ import torch.utils.benchmark as benchmark
 
 import gpulab
 from gpulab import timing
-from gpulab.timing import Timing, crossover, format_seconds, time_fn
+from gpulab.timing import Timing, crossover, time_fn
 
 from conftest import requires_cuda
 
@@ -96,13 +96,6 @@ def test_rejects_bad_arguments():
         time_fn(lambda: None, mode="fast")
     with pytest.raises(ValueError, match="min_samples"):
         time_fn(lambda: None, min_samples=0)
-
-
-def test_format_seconds_picks_a_readable_unit():
-    assert format_seconds(1.5) == "1.5 s"
-    assert format_seconds(0.00123) == "1.23 ms"
-    assert format_seconds(4.2e-6) == "4.2 µs"
-    assert format_seconds(3e-9) == "3 ns"
 
 
 def test_crossover_needs_the_candidate_to_stay_ahead():

@@ -142,6 +142,20 @@ def test_a_failing_plot_is_an_error_in_the_panel_too():
     assert isinstance(panel.error, KeyError)
 
 
+def test_a_panel_drawn_by_a_panels_figure_takes_its_name():
+    from gpulab import figures
+
+    def sweep(progress):
+        return {}
+
+    assert Panel(sweep, {}, plot=figures.bandwidth).name == "02_bandwidth"
+    assert Panel(sweep, {}, plot=figures.bandwidth, name="02_bandwidth").name == "02_bandwidth"
+    assert Panel(sweep, {}, plot=lambda result, figure: None, name="98_own").name == "98_own"
+    assert Panel(sweep, {}, plot=lambda result, figure: None).name is None        # run, and never recorded
+    with pytest.raises(ValueError, match="bandwidth draws the panel '02_bandwidth', not '02_sync'"):
+        Panel(sweep, {}, plot=figures.bandwidth, name="02_sync")
+
+
 def test_an_interrupt_stops_the_run_without_killing_the_panel():
     def interrupted(progress):
         raise KeyboardInterrupt

@@ -1,0 +1,171 @@
+"""gpulab.plots: axes a reader can read, the reader's series beside a reference, notes, colours, PNGs."""
+
+import pytest
+import torch
+
+from gpulab import plots
+
+
+def labelled_ticks(ax, axis="y"):
+    ax.figure.canvas.draw()
+    lo, hi = sorted(ax.get_ylim() if axis == "y" else ax.get_xlim())
+    ticks = ax.get_yticklabels() if axis == "y" else ax.get_xticklabels()
+    return [t.get_text() for t in ticks if t.get_text() and lo * 0.999 <= t.get_position()[1 if axis == "y" else 0] <= hi * 1.001]
+
+
+@pytest.mark.parametrize("low, high", [(0.6, 0.9), (12.0, 14.0), (1.0, 1.5), (3e4, 5e4), (0.01, 0.5), (1e-3, 1e5), (7.9, 8.1)])
+def test_a_log_axis_shows_at_least_three_labelled_values_whatever_its_range(low, high):
+    figure = plots.new_figure((4, 3))
+    ax = figure.subplots()
+    ax.plot([1, 2, 3], [low, (low + high) / 2, high])
+    plots.log_axis(ax, "y")
+    labels = labelled_ticks(ax)
+    assert len(labels) >= 3 and len(set(labels)) == len(labels), labels
+
+
+@pytest.mark.parametrize("low, high, minor", [(1.0, 1e3, True), (1e-2, 1e2, True), (1e-12, 1.0, False)])
+def test_minor_ticks_only_where_a_log_axis_spans_few_decades(low, high, minor):
+    figure = plots.new_figure((4, 3))
+    ax = figure.subplots()
+    ax.plot([1, 2], [low, high])
+    plots.log_axis(ax, "y")
+    figure.canvas.draw()
+    assert (len(ax.yaxis.get_minorticklocs()) > 0) == minor
+
+
+def test_a_sizes_axis_labels_powers_of_two_without_crowding():
+    figure = plots.new_figure((4, 3))
+    ax = figure.subplots()
+    ax.plot([2**k for k in range(5, 14)], range(9))
+    plots.log2_axis(ax)
+    labels = labelled_ticks(ax, "x")
+    assert 3 <= len(labels) <= 8 and "1024" in labels and all(float(v).is_integer() for v in labels), labels
+
+
+def test_a_note_sits_outside_every_axes():
+    figure = plots.new_figure((6, 3))
+    axes = figure.subplots(1, 2)
+    for ax in axes:
+        ax.plot([1, 2], [1, 2])
+    plots.note(axes[1], "no accelerator here")
+    plots.note(figure, "no GPU reference recorded yet")
+    figure.canvas.draw()
+    text = figure._supxlabel
+    assert "no accelerator here" in text.get_text() and "no GPU reference" in text.get_text()
+    box = text.get_window_extent()
+    assert not any(box.overlaps(ax.get_window_extent()) for ax in axes)
+
+
+def reference_record(result, name="Test GPU"):
+    return {"device": {"name": name, "type": "cuda"}, "torch": "2.11", "recorded": "2026-11-21",
+            "command": "gpulab bench", "result": result}
+
+
+def test_series_draws_the_reference_in_the_readers_units_and_names_only_its_accelerators():
+    mine = {"sizes": [64, 128], "seconds": {"cpu": [1e-3, 8e-3]}}
+    theirs = {"sizes": [64, 128, 256], "seconds": {"cpu": [2e-3, 9e-3, 5e-2], "cuda:0": [1e-3, 8e-3, 3e-2]}}
+    figure = plots.new_figure()
+    ax = figure.subplots()
+    lines = plots.series(ax, mine, x="sizes", y="seconds", scale=1e3, by_device=True,
+                         reference=reference_record(theirs))
+    by_gid = {line.get_gid(): line for line in lines}
+    assert set(by_gid) == {"yours|cpu", "reference|cuda:0"}               # the reference machine's CPU is left out
+    assert list(by_gid["reference|cuda:0"].get_ydata()) == list(by_gid["yours|cpu"].get_ydata()) == [1.0, 8.0]
+    assert list(by_gid["reference|cuda:0"].get_xdata()) == [64, 128]      # clipped to your sizes
+    assert "Test GPU" in by_gid["reference|cuda:0"].get_label() and "Test GPU" not in by_gid["yours|cpu"].get_label()
+    assert by_gid["reference|cuda:0"].get_linestyle() == "--"
+
+
+def test_series_derives_the_same_quantity_for_both_and_labels_methods_with_the_gpu():
+    mine = {"sizes": [1, 2], "gbps": {"host memory copy": [4.0, 8.0]}}
+    theirs = {"sizes": [1, 2], "gbps": {"host→device pinned": [4.0, 8.0]}}
+    ax = plots.new_figure().subplots()
+    lines = plots.series(ax, mine, x="sizes", y="gbps", derive=lambda n, g: n / g, reference=reference_record(theirs),
+                         label=lambda name: name.split(" ", 1)[-1] if "→" in name else name)
+    assert [list(line.get_ydata()) for line in lines] == [[0.25, 0.25], [0.25, 0.25]]
+    assert lines[1].get_label() == "pinned · Test GPU (reference)"
+
+
+def test_known_figures_are_dotted_and_say_what_they_are():
+    ax = plots.new_figure().subplots()
+    level = plots.known_level(ax, 31.5, "PCIe 4.0 ×16 (theoretical)")
+    curve = plots.known_curve(ax, [1, 2], [3, 4], "a model")
+    assert level.get_linestyle() == curve.get_linestyle() == ":"
+    assert level.get_gid().startswith("known|") and curve.get_gid() == "known|a model"
+
+
+def test_figures_render_to_png_and_save(tmp_path):
+    figure = plots.new_figure((4, 3))
+    ax = figure.subplots()
+    ax.plot([64, 128, 256], [0.5, 2, 30])
+    plots.log2_axis(ax)
+    plots.log_axis(ax, "y")
+    plots.mark_x(ax, 128, "crossover")
+    plots.note(ax, "a note")
+    assert plots.to_png(figure).startswith(b"\x89PNG")
+    saved = plots.save(figure, tmp_path / "sub" / "plot.png")
+    assert saved.read_bytes().startswith(b"\x89PNG")
+    figure.canvas.draw()
+    labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert "128" in labels  # plain numbers, not 2^7
+
+
+def test_a_bytes_axis_is_labelled_in_binary_units():
+    figure = plots.new_figure((4, 3))
+    ax = figure.subplots()
+    ax.plot([4096, 2**20, 2**30], [1, 10, 20])
+    plots.bytes_axis(ax)
+    figure.canvas.draw()
+    labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert ax.get_xscale() == "log"
+    assert "4 KiB" in labels and 3 <= len(labels) <= 8, labels
+    assert all(label.split()[1] in {"KiB", "MiB", "GiB"} for label in labels)
+
+
+@pytest.mark.parametrize("panes", [1, 3])
+def test_a_bytes_axis_labels_do_not_overlap_in_a_narrow_pane(panes):
+    # Lesson 02's bandwidth figure: three panes side by side over 4 KiB … 64 MiB.
+    figure = plots.new_figure((3.2 * panes, 3.2))
+    axes = figure.subplots(1, panes) if panes > 1 else [figure.subplots()]
+    for ax in axes:
+        ax.plot([4096, 64 * 2**20], [1, 10])
+        plots.bytes_axis(ax)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    for ax in axes:
+        boxes = [t.get_window_extent(renderer) for t in ax.get_xticklabels() if t.get_text()]
+        assert len(boxes) >= 3
+        assert all(left.x1 < right.x0 for left, right in zip(boxes, boxes[1:])), "tick labels overlap"
+
+
+def test_each_device_type_has_its_colour():
+    assert plots.color_for("cuda:1") == plots.DEVICE_COLORS["cuda"]
+    assert plots.color_for(torch.device("cpu")) == plots.DEVICE_COLORS["cpu"]
+
+
+def test_a_reference_measured_on_a_cpu_names_that_cpu_not_the_gpu_and_keeps_its_range():
+    mine = {"threads": [1, 2], "speedup": {"measured": [1.0, 1.8]}}
+    record = reference_record({"threads": [1, 2, 4, 8, 16], "speedup": {"measured": [1.0, 1.9, 3.6, 6.5, 11.0]}})
+    record["devices"] = [{"device": "cpu", "name": "Test CPU", "type": "cpu", "cores": 16},
+                         {"device": "cuda:0", "name": "Test GPU", "type": "cuda"}]
+    ax = plots.new_figure().subplots()
+    lines = plots.series(ax, mine, x="threads", y="speedup", reference=record, on_reference_cpu=True)
+    theirs = lines[1]
+    assert theirs.get_label() == "measured · Test CPU, 16 cores (reference)" and "Test GPU" not in theirs.get_label()
+    assert list(theirs.get_xdata()) == [1, 2, 4, 8, 16]          # not clipped to your two thread counts
+    assert plots.reference_cpu({"devices": []}) == "the reference machine's CPU"
+
+
+def test_show_displays_a_figure_as_a_png(monkeypatch):
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda *objects: shown.extend(objects))
+    figure = plots.new_figure()
+    figure.subplots().plot([1, 2], [3, 4])
+    plots.show(figure)
+    (image,) = shown
+    assert isinstance(image, IPython.display.Image) and image.data.startswith(b"\x89PNG")
