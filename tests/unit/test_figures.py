@@ -1,5 +1,5 @@
 """gpulab.figures: each panel's figure, registered under the panel's name. (How each draws beside a
-reference: test_bench.py; beside published measurements: test_published.py.)"""
+reference: test_bench.py; beside published measurements: test_reference.py.)"""
 
 import pytest
 

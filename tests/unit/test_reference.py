@@ -1,11 +1,14 @@
 """gpulab.reference: records of a real GPU read by a panel's name, and the data sheets of well-known GPUs.
-(Published measurements: test_published.py.)"""
+Then the published measurements of real GPUs: each keeps its source, and each is drawn beside the reader's
+result in the unit of the axis it is drawn on, labelled as published."""
 
+import dataclasses
 import json
+import re
 
 import pytest
 
-from gpulab import figures, reference
+from gpulab import figures, plots, reference
 
 
 def test_a_missing_reference_says_so():
@@ -117,3 +120,199 @@ def test_published_measurements_are_picked_by_key_and_an_unknown_key_is_refused(
     assert reference.published([]) == ()
     with pytest.raises(ValueError, match="no published measurement has the key 'nowhere'"):
         reference.published([first.key, "nowhere"])
+
+
+# ---------------------------------------------------------------- published measurements
+
+# Independent of gpulab.reference.UNITS on purpose: a slip there must not hide a slip in a figure.
+SCALE = {"TFLOP/s": ("FLOP/s", 1e12), "GFLOP/s": ("FLOP/s", 1e9), "TB/s": ("B/s", 1e12), "GB/s": ("B/s", 1e9)}
+VARIANTS = ("SXM", "PCIe", "NVL", "notebook")      # a GPU's figures belong to one variant of it
+
+
+@pytest.fixture(autouse=True)
+def no_recorded_references(tmp_path, monkeypatch):
+    # What a reader sees before any GPU run is recorded: published figures are drawn all the same.
+    monkeypatch.setattr(reference, "_folder", lambda: tmp_path)
+
+
+def numbers_in(text):
+    return {float(n.replace(",", "")) for n in re.findall(r"\d[\d,]*\.?\d*", text)}
+
+
+def problems(entry) -> list[str]:
+    """What is missing or wrong in a published entry's record of itself."""
+    found = []
+    for field in ("key", "caption", "measured", "gpu", "link", "software", "source", "url", "quote", "short"):
+        if not str(getattr(entry, field)).strip():
+            found.append(f"no {field}")
+    if not any(re.search(rf"\b{variant}\b", entry.gpu) for variant in VARIANTS):
+        found.append(f"the GPU {entry.gpu!r} names no variant ({', '.join(VARIANTS)})")
+    if not re.search(r"PCIe|NVLink", entry.link):
+        found.append(f"the link {entry.link!r} names no PCIe generation or NVLink")
+    if not entry.url.startswith("https://"):
+        found.append(f"the url {entry.url!r} is no web address")
+    if entry.unit not in SCALE:
+        found.append(f"unknown unit {entry.unit!r}")
+    if entry.value not in numbers_in(entry.quote):
+        found.append(f"{entry.value} is not in the quoted source text {entry.quote!r}")
+    if not drawn_by(entry.key):
+        found.append("no panel's figure draws it (gpulab.figures.panel(..., published=...))")
+    return found
+
+
+def drawn_by(key) -> list[str]:
+    """The panels whose figures were registered to draw the published measurement ``key``."""
+    return [name for name, draw in figures.PANELS.items() if key in draw.published_keys]
+
+
+def test_every_published_figure_keeps_its_source_gpu_variant_link_software_and_unit():
+    assert reference.PUBLISHED
+    assert len({entry.key for entry in reference.PUBLISHED}) == len(reference.PUBLISHED)
+    assert {entry.key: problems(entry) for entry in reference.PUBLISHED if problems(entry)} == {}
+
+
+def test_the_record_check_finds_a_figure_without_a_source_or_variant():
+    good = reference.PUBLISHED[0]
+    assert problems(dataclasses.replace(good, source=" ")) == ["no source"]
+    assert problems(dataclasses.replace(good, gpu="H100")) == ["the GPU 'H100' names no variant (SXM, PCIe, NVL, notebook)"]
+    assert problems(dataclasses.replace(good, value=good.value * 10))          # a typo: not what the source says
+    assert problems(dataclasses.replace(good, key="zzc-h100-sxm-float32, renamed")) == [     # a figure no panel draws
+        "no panel's figure draws it (gpulab.figures.panel(..., published=...))"]
+
+
+def test_a_panel_registered_with_a_published_key_that_does_not_exist_is_refused(monkeypatch):
+    monkeypatch.setattr(figures, "PANELS", dict(figures.PANELS))
+    with pytest.raises(ValueError, match="no published measurement has the key 'zzc-h100-sxm-float23'"):
+        figures.panel("98_demo", published=("zzc-h100-sxm-float32", "zzc-h100-sxm-float23"))
+    assert "98_demo" not in figures.PANELS
+
+
+def test_published_picks_a_panels_figures_by_dtype_and_direction():
+    matmul, bandwidth = figures.dtype_matmul.published_keys, figures.bandwidth.published_keys
+    bf16 = reference.published(matmul, dtype="bfloat16")
+    assert bf16 and all(e.dtype == "bfloat16" and e.key in matmul for e in bf16)
+    h2d = reference.published(bandwidth, direction="host→device")
+    assert {e.memory for e in h2d} == {"pinned", "pageable"} and all(e.direction == "host→device" for e in h2d)
+    assert reference.published(figures.profile_step.published_keys) == ()
+    assert set(reference.published(bandwidth)) == set(h2d) | set(reference.published(bandwidth, direction="device→host"))
+    # In the table's order, whatever the order of the keys: a figure's colours follow it.
+    assert reference.published(reversed(bandwidth)) == reference.published(bandwidth)
+    assert [e.key for e in reference.published(bandwidth)] == [e.key for e in reference.PUBLISHED if e.key in bandwidth]
+
+
+def test_a_value_converts_only_to_a_unit_of_the_same_quantity():
+    tflops = next(e for e in reference.PUBLISHED if e.unit == "TFLOP/s")
+    assert tflops.value_in("GFLOP/s") == pytest.approx(tflops.value * 1e3)
+    with pytest.raises(ValueError, match="no B/s"):
+        tflops.value_in("GB/s")
+
+
+# ---------------------------------------------------------------- drawn in the axis's unit
+
+
+def roofline_result(device, dtype):
+    peak = {"float32": 50_000.0, dtype: 700_000.0} if device != "cpu" else {"float32": 100.0, dtype: 20.0}
+    return {"device": device, "dtype": dtype, "width": 4096, "batches": [1, 4, 16], "intensity": [0.5, 2.0, 7.9],
+            "gflops": {device: [5.0, 15.0, 40.0]}, "ceilings": {device: {**peak, "copy_gbps": 10.0}}}
+
+
+def matmul_result(device, dtype):
+    seconds = {"cpu": [1e-5, 8e-5, 6e-4]} | ({device: [2e-5, 2e-5, 3e-5]} if device != "cpu" else {})
+    return {"sizes": [32, 64, 128], "dtype": dtype, "seconds": seconds}
+
+
+GBPS = [1.0, 4.0, 9.0]
+ALLREDUCE = {"sizes": [4096, 65536, 1048576], "seconds": {"2 processes": [2e-4, 3e-4, 1e-3]},
+             "busbw_gbps": {"2 processes": [0.02, 0.2, 1.0]}, "fit": {}}
+
+# Each panel that draws published figures, with results shaped as a CPU-only reader's and a GPU
+# reader's would be (made up), in every dtype that selects what is drawn.
+RESULTS = {
+    "00_roofline": [roofline_result(device, dtype) for device in ("cpu", "cuda:0")
+                    for dtype in ("float32", "bfloat16", "float16")],
+    "00_overhead": [{"sizes": [4, 1024, 2**20], "seconds": {"cpu": [1e-6, 1.2e-6, 1e-4]}},
+                    {"sizes": [4, 1024, 2**20], "seconds": {"cpu": [1e-6, 1.2e-6, 1e-4], "cuda:0": [6e-6] * 3}}],
+    "01_matmul": [matmul_result(device, dtype) for device in ("cpu", "cuda:0")
+                  for dtype in ("float32", "float16", "bfloat16")],
+    "02_bandwidth": [{"device": "cpu", "sizes": [4096, 65536, 2**20], "gbps": {"host memory copy": [3.0, 8.0, 10.0]},
+                      "pin_seconds": []},
+                     {"device": "cuda:0", "sizes": [4096, 65536, 2**20], "pin_seconds": [1e-5, 2e-5, 5e-5],
+                      "gbps": {f"{d} {m}": GBPS for d in ("host→device", "device→host")
+                               for m in ("pageable", "pinned", "pinned + non_blocking")}}],
+    "05_matmul": [{"device": "cpu", "sizes": [64, 128, 256], "tflops": {"float32": [0.01, 0.05, 0.1],
+                                                                        "bfloat16": [0.001, 0.003, 0.004]}},
+                  {"device": "cuda:0", "sizes": [1024, 2048, 4096], "tflops": {
+                      "float32": [30.0, 45.0, 50.0], "tf32": [150.0, 300.0, 380.0], "bfloat16": [300.0, 550.0, 700.0],
+                      "float16": [310.0, 560.0, 720.0]}}],
+    "06_allreduce": [dict(ALLREDUCE, backend="gloo", device="cpu"), dict(ALLREDUCE, backend="nccl", device="cuda:0")],
+}
+
+
+def axis_unit(ax) -> str:
+    units = re.findall(r"\b[GT](?:FLOP|B)/s\b", ax.get_ylabel())
+    assert len(units) == 1, f"the axis {ax.get_ylabel()!r} does not name one unit"
+    return units[0]
+
+
+def drawn(panel, result):
+    """(entry, axes, line) for each published line the panel's figure draws for ``result``."""
+    figure = plots.new_figure((11, 3.6))
+    figures.PANELS[panel](result, figure)
+    by_key = {entry.key: entry for entry in reference.PUBLISHED}
+    return [(by_key[line.get_gid().split("|", 1)[1]], ax, line) for ax in figure.axes for line in ax.get_lines()
+            if (line.get_gid() or "").startswith("published|")]
+
+
+def mismatches(panel, result) -> list[str]:
+    """Where a published line is not at its value in its axis's unit, or not labelled as published."""
+    found = []
+    for entry, ax, line in drawn(panel, result):
+        unit = axis_unit(ax)
+        quantity, scale = SCALE[unit]
+        if SCALE[entry.unit][0] != quantity:
+            found.append(f"{entry.key}: {entry.unit} drawn on an axis in {unit}")
+            continue
+        expected = entry.value * SCALE[entry.unit][1] / scale
+        # One size measured: an open marker at that size; a figure for every size: a dashed line across the axis.
+        points = [expected] if entry.nbytes is not None else [expected, expected]
+        if list(line.get_ydata()) != pytest.approx(points, rel=1e-9):
+            found.append(f"{entry.key}: drawn at {list(line.get_ydata())} {unit}, published {entry.value} {entry.unit}")
+        if entry.nbytes is not None and list(line.get_xdata()) != [entry.nbytes]:
+            found.append(f"{entry.key}: measured at {entry.nbytes} bytes, drawn at x = {list(line.get_xdata())}")
+        label = line.get_label()
+        if not (label.startswith("published: ") and entry.gpu in label and entry.short in label and unit in label):
+            found.append(f"{entry.key}: label {label!r} does not say published, the GPU, the source and {unit}")
+        if entry.nbytes is not None:
+            if line.get_linestyle() not in ("None", "none", "") or line.get_markerfacecolor() != "none":
+                found.append(f"{entry.key}: one size, drawn as a line or a filled marker, like a measurement here")
+        elif line.get_linestyle() in ("-", "solid") or line.get_marker() not in ("None", "", None):
+            found.append(f"{entry.key}: styled like a measurement of this machine")
+    return found
+
+
+@pytest.mark.parametrize("panel", sorted(RESULTS))
+def test_a_panel_draws_its_published_figures_at_their_values_in_its_axis_unit(panel):
+    assert {name for entry in reference.PUBLISHED for name in drawn_by(entry.key)} == set(RESULTS), (
+        "a panel without results here")
+    shown = set()
+    for result in RESULTS[panel]:
+        assert mismatches(panel, result) == []
+        shown |= {entry.key for entry, _ax, _line in drawn(panel, result)}
+    assert drawn(panel, RESULTS[panel][0]), f"{panel}: a CPU-only reader sees no published figure"
+    assert shown == {entry.key for entry in reference.published(figures.PANELS[panel].published_keys)}, (
+        f"{panel}: some published figures never drawn")
+
+
+def test_a_figure_drawn_in_the_published_unit_instead_of_the_axiss_is_caught(monkeypatch):
+    # The slip the check is for: a TFLOP/s figure drawn as-is on an axis in GFLOP/s.
+    monkeypatch.setattr(reference.Published, "value_in", lambda self, unit: self.value)
+    assert mismatches("01_matmul", matmul_result("cpu", "float32"))
+    assert mismatches("05_matmul", RESULTS["05_matmul"][0]) == []        # TFLOP/s on a TFLOP/s axis: still right
+
+
+def test_a_figure_of_another_quantity_cannot_be_drawn(monkeypatch):
+    wrong = dataclasses.replace(reference.PUBLISHED[0], key="wrong")
+    monkeypatch.setattr(reference, "PUBLISHED", reference.PUBLISHED + (wrong,))
+    monkeypatch.setattr(figures.allreduce, "published_keys", figures.allreduce.published_keys + ("wrong",))
+    with pytest.raises(ValueError, match="TFLOP/s, which is no B/s"):
+        drawn("06_allreduce", RESULTS["06_allreduce"][0])

@@ -7,7 +7,7 @@ It records what the course relies on and the simulation reproduces: the device's
 the memory the CUDA context takes, the caching allocator's rounding (allocated, reserved), a
 model's memory through one training step, the errors a reader meets (out of memory, two devices
 in one operation, a bad device index, timing events made without timing), pinned memory and
-autocast's output types. tests/unit/simulated/test_machine.py holds a simulated machine to a real
+autocast's output types. tests/unit/simulated/test_simulated.py holds a simulated machine to a real
 one's probe, kept in tools/gpu-runner/records/.
 """
 
