@@ -23,7 +23,7 @@ class Run:
     def __init__(self, name: str, folder: Path, steps: dict, env: dict):
         self.name, self.folder, self.steps, self.env = name, folder, steps, env
         self.returncodes: dict = {}
-        self.seconds: dict = {}                 # step → its wall time
+        self.seconds: dict = {}  # step → its wall time
         self.process = None
         self.stopped = False
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)

@@ -18,8 +18,12 @@ simulates = pytest.mark.skipif(torch.cuda.is_available(), reason="simulated mach
 # Where a machine must run everything, a skip for want of it is a failure: the GPU runner sets
 # GPULAB_REQUIRE_CUDA=1 (make test-gpu), CI sets GPULAB_REQUIRE_BROWSER=1 and GPULAB_REQUIRE_SANDBOX=1
 # (.ci/run); GPULAB_REQUIRE_COLAB=1 requires the Colab lane.
-REQUIRED = {"GPULAB_REQUIRE_CUDA": "needs a CUDA GPU", "GPULAB_REQUIRE_BROWSER": "needs Chromium",
-            "GPULAB_REQUIRE_SANDBOX": "no sandbox", "GPULAB_REQUIRE_COLAB": "needs Colab's stack"}
+REQUIRED = {
+    "GPULAB_REQUIRE_CUDA": "needs a CUDA GPU",
+    "GPULAB_REQUIRE_BROWSER": "needs Chromium",
+    "GPULAB_REQUIRE_SANDBOX": "no sandbox",
+    "GPULAB_REQUIRE_COLAB": "needs Colab's stack",
+}
 
 # Colab's stack (constraints-colab.txt on Python 3.13), which make test installs where a Python 3.13 is.
 COLAB_VENV = ROOT / ".venv-colab"
@@ -76,7 +80,9 @@ def _left_behind() -> list[str]:
 
 
 def _course_test(item) -> bool:
-    return item.nodeid.startswith(("tests/e2e/test_simulated_course.py::test_every", "tests/e2e/test_colab.py::test_on_colabs_stack"))
+    return item.nodeid.startswith(
+        ("tests/e2e/test_simulated_course.py::test_every", "tests/e2e/test_colab.py::test_on_colabs_stack")
+    )
 
 
 def _runs_in_the_colab_lane(item) -> bool:
@@ -87,7 +93,9 @@ def _runs_in_the_colab_lane(item) -> bool:
 def pytest_collection_modifyitems(session, config, items):
     # Where the Colab lane runs, its nbval of every lesson and solution is the run of them: this Python
     # does not run them a second time.
-    if colab_installed() and any(item.nodeid.startswith("tests/e2e/test_colab.py::test_on_colabs_stack") for item in items):
+    if colab_installed() and any(
+        item.nodeid.startswith("tests/e2e/test_colab.py::test_on_colabs_stack") for item in items
+    ):
         twice = [item for item in items if _runs_in_the_colab_lane(item)]
         if twice:
             config.hook.pytest_deselected(items=twice)

@@ -29,10 +29,10 @@ _COUNT = r"(?P<n>a|an|one|two|three|four|\d+)"
 _GPU = r"(?:CUDA |NVIDIA )?(?:GPU|accelerator)s?\b"
 # What the lessons print where hardware is missing, in the words they use.
 _CLAIMS = (
-    re.compile(rf"\bneeds? {_COUNT} {_GPU}", re.I),                            # needs a CUDA GPU …, needs 2 GPUs
-    re.compile(rf"\b{_COUNT} {_GPU} (?:needed|required)", re.I),               # two GPUs needed for …
-    re.compile(r"\bthis machine has (?P<none>none|0|no \w+|cpu)\b", re.I),     # — this machine has none
-    re.compile(r"\b(?P<none>no) (?:CUDA )?GPUs?\b(?! per)", re.I),              # no CUDA GPUs: the lesson runs gloo …
+    re.compile(rf"\bneeds? {_COUNT} {_GPU}", re.I),  # needs a CUDA GPU …, needs 2 GPUs
+    re.compile(rf"\b{_COUNT} {_GPU} (?:needed|required)", re.I),  # two GPUs needed for …
+    re.compile(r"\bthis machine has (?P<none>none|0|no \w+|cpu)\b", re.I),  # — this machine has none
+    re.compile(r"\b(?P<none>no) (?:CUDA )?GPUs?\b(?! per)", re.I),  # no CUDA GPUs: the lesson runs gloo …
 )
 _WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4}
 
@@ -97,8 +97,10 @@ def pytest_runtest_makereport(item, call):
         wrong = contradictions(text, _gpus())
         if wrong:
             report.outcome = "failed"
-            report.longrepr = (f"on a simulated {os.environ['GPULAB_SIMULATE']} this cell says it lacks hardware the "
-                               "machine has:\n  " + "\n  ".join(wrong))
+            report.longrepr = (
+                f"on a simulated {os.environ['GPULAB_SIMULATE']} this cell says it lacks hardware the "
+                "machine has:\n  " + "\n  ".join(wrong)
+            )
 
 
 _RECORD = """

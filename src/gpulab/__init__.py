@@ -12,16 +12,42 @@ import importlib
 __version__ = "0.1.0"
 
 __all__ = [
-    "Timing", "best_device", "cpu", "describe", "gpu", "num_gpus", "synchronize",
-    "time_fn", "try_all_gpus", "try_gpu",
+    "Timing",
+    "best_device",
+    "cpu",
+    "describe",
+    "gpu",
+    "num_gpus",
+    "synchronize",
+    "time_fn",
+    "try_all_gpus",
+    "try_gpu",
 ]
 
-_LAZY_MODULES = {"bench", "course", "devices", "distributed", "figures", "grading", "memory", "plots", "profiling", "quiz",
-                 "reference", "simulated", "tables", "timing", "units", "widgets"}
+_LAZY_MODULES = {
+    "bench",
+    "course",
+    "devices",
+    "distributed",
+    "figures",
+    "grading",
+    "memory",
+    "plots",
+    "profiling",
+    "quiz",
+    "reference",
+    "simulated",
+    "tables",
+    "timing",
+    "units",
+    "widgets",
+}
 # Names re-exported at the top level, and the module each comes from. Nothing is imported
 # until first use, so tools that need only a part (the grader, `gpulab headers`) stay quick.
-_LAZY_NAMES = {name: "devices" for name in
-               ("best_device", "cpu", "describe", "gpu", "num_gpus", "synchronize", "try_all_gpus", "try_gpu")}
+_LAZY_NAMES = {
+    name: "devices"
+    for name in ("best_device", "cpu", "describe", "gpu", "num_gpus", "synchronize", "try_all_gpus", "try_gpu")
+}
 _LAZY_NAMES.update(Timing="timing", time_fn="timing")
 
 

@@ -13,8 +13,15 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["end_group", "kill_processes_mentioning", "kill_processes_working_in", "other_processes",
-           "processes_marked", "running", "stat_fields"]
+__all__ = [
+    "end_group",
+    "kill_processes_mentioning",
+    "kill_processes_working_in",
+    "other_processes",
+    "processes_marked",
+    "running",
+    "stat_fields",
+]
 
 
 def other_processes(part: str) -> Iterator[tuple[int, bytes]]:

@@ -27,13 +27,21 @@ import warnings
 
 # What a Python reads as it starts, before any script: where a run's environment changes one of these, its ranks
 # start as new Pythons.
-AT_START = ("GPULAB_SIMULATE", "CUDA_VISIBLE_DEVICES", "PYTHONPATH", "PYTHONHOME", "LD_PRELOAD", "LD_LIBRARY_PATH",
-            "PYTHONSAFEPATH", "PYTHONNOUSERSITE")
-RANKS_VARIABLE = "GPULAB_RANKS"     # gpulab.distributed.RANKS_VARIABLE: where each forked rank is noted
+AT_START = (
+    "GPULAB_SIMULATE",
+    "CUDA_VISIBLE_DEVICES",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "PYTHONSAFEPATH",
+    "PYTHONNOUSERSITE",
+)
+RANKS_VARIABLE = "GPULAB_RANKS"  # gpulab.distributed.RANKS_VARIABLE: where each forked rank is noted
 
-torch = None                        # imported by main(), after the environment it started with is noted
-STARTED_WITH: dict = {}             # those of AT_START this launcher started with
-FORKS = False                       # whether ranks are forked (torch 2.11 on) or started as new Pythons
+torch = None  # imported by main(), after the environment it started with is noted
+STARTED_WITH: dict = {}  # those of AT_START this launcher started with
+FORKS = False  # whether ranks are forked (torch 2.11 on) or started as new Pythons
 
 
 class Worker:
@@ -44,7 +52,7 @@ class Worker:
     def __init__(self, args, env, stdout, stderr, start_new_session):
         self.args, self.returncode = args, None
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)     # Python 3.12+: "this process is multi-threaded"
+            warnings.simplefilter("ignore", DeprecationWarning)  # Python 3.12+: "this process is multi-threaded"
             self.pid = os.fork()
         if self.pid == 0:
             run_worker(args, env, stdout, stderr, start_new_session)
@@ -93,19 +101,20 @@ def run_worker(args, env, stdout, stderr, start_new_session):
             if file is not None:
                 os.dup2(file.fileno(), fd)
         sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", write_through=True)
-        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace",
-                                      write_through=True)
+        sys.stderr = io.TextIOWrapper(
+            io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace", write_through=True
+        )
         os.environ.clear()
         os.environ.update(env)
         if env.get("OMP_NUM_THREADS", "").isdigit():
             torch.set_num_threads(int(env["OMP_NUM_THREADS"]))
-        atexit._clear()                                     # torchrun's own; the script's run as it exits
+        atexit._clear()  # torchrun's own; the script's run as it exits
         sys.argv = list(args[2:])
-        sys.path.insert(0, os.path.dirname(os.path.abspath(args[2])))     # as Python puts a script's folder first
+        sys.path.insert(0, os.path.dirname(os.path.abspath(args[2])))  # as Python puts a script's folder first
         try:
             runpy.run_path(args[2], run_name="__main__")
             code = 0
-        except SystemExit as exit:                      # as Python ends on sys.exit(code)
+        except SystemExit as exit:  # as Python ends on sys.exit(code)
             code = exit.code if isinstance(exit.code, int) else int(exit.code is not None)
             if code and not isinstance(exit.code, int):
                 print(exit.code, file=sys.stderr)
@@ -126,10 +135,17 @@ def popen(args, env=None, stdout=None, stderr=None, start_new_session=False, **o
     in the environment this launcher started with, else the command itself."""
     args = [str(a) for a in args]
     env = dict(os.environ if env is None else env)
-    if (not FORKS or other or len(args) < 3 or args[:2] != [sys.executable, "-u"] or args[2].startswith("-")
-            or any(env.get(name) != value for name, value in STARTED_WITH.items())):
-        return subprocess.Popen(args, env=env, stdout=stdout, stderr=stderr, start_new_session=start_new_session,
-                                **other)
+    if (
+        not FORKS
+        or other
+        or len(args) < 3
+        or args[:2] != [sys.executable, "-u"]
+        or args[2].startswith("-")
+        or any(env.get(name) != value for name, value in STARTED_WITH.items())
+    ):
+        return subprocess.Popen(
+            args, env=env, stdout=stdout, stderr=stderr, start_new_session=start_new_session, **other
+        )
     return Worker(args, env, stdout, stderr, start_new_session)
 
 
@@ -179,20 +195,20 @@ def main() -> None:
     if sys.path and os.path.realpath(sys.path[0]) == os.path.dirname(os.path.realpath(__file__)):
         del sys.path[0]
     STARTED_WITH = {name: os.environ.get(name) for name in AT_START}
-    signal.signal(signal.SIGINT, signal.SIG_IGN)            # interrupts are the notebook's to handle
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # interrupts are the notebook's to handle
     import torch
     import torch.distributed.run as torchrun
     from torch.distributed.elastic.multiprocessing.subprocess_handler import subprocess_handler
 
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)           # every torchrun forked here is reaped as it ends
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # every torchrun forked here is reaped as it ends
     # Forked ranks are tested on torch 2.11, 2.13 and 2.15; on 2.6 a rank's DataLoader hung when forked.
     FORKS = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 11)
-    subprocess_handler.SubprocessHandler._popen = forking_popen     # how torchrun starts a rank, torch 2.6 to 2.15
+    subprocess_handler.SubprocessHandler._popen = forking_popen  # how torchrun starts a rank, torch 2.6 to 2.15
 
     for line in sys.stdin:
         path = line.strip()
         try:
-            os.rename(path, path + ".taken")                # unless the run was withdrawn meanwhile
+            os.rename(path, path + ".taken")  # unless the run was withdrawn meanwhile
             with open(path + ".taken") as file:
                 request = json.load(file)
         except (OSError, ValueError):

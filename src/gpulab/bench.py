@@ -26,8 +26,9 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 __all__ = ["BenchError", "Recorded", "find_lessons", "record_of", "record_panels", "run_lesson"]
 
@@ -42,18 +43,20 @@ class Recorded:
 
     name: str
     lesson: str
-    json_path: Path | None   # None on a simulated machine: no record
+    json_path: Path | None  # None on a simulated machine: no record
     png_path: Path | None
     elapsed_s: float
     summary: str
-    panel: Any = dataclasses.field(default=None, repr=False)   # the Panel itself, for a caller that redraws it
+    panel: Any = dataclasses.field(default=None, repr=False)  # the Panel itself, for a caller that redraws it
 
 
 def find_lessons(root: Path, selected: Iterable[str] = ()) -> list[Path]:
     """The lesson notebooks under ``root/notebooks``, or those whose number or name is in ``selected``."""
     folder = Path(root) / "notebooks"
     if not folder.is_dir():
-        raise BenchError(f"no notebooks/ folder in {Path(root).resolve()}: run gpulab bench from the course checkout, or pass --root")
+        raise BenchError(
+            f"no notebooks/ folder in {Path(root).resolve()}: run gpulab bench from the course checkout, or pass --root"
+        )
     lessons = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
     selected = list(selected)
     if not selected:
@@ -82,8 +85,10 @@ def _jsonable(value: Any, where: str) -> Any:
             return value.item()
     except (TypeError, ValueError):
         pass
-    raise BenchError(f"{where} holds a {type(value).__name__}, which a JSON record cannot: "
-                     "return plain numbers, strings, lists and dicts from the experiment")
+    raise BenchError(
+        f"{where} holds a {type(value).__name__}, which a JSON record cannot: "
+        "return plain numbers, strings, lists and dicts from the experiment"
+    )
 
 
 def record_of(panel, lesson: str, command: str) -> dict[str, Any]:
@@ -96,8 +101,10 @@ def record_of(panel, lesson: str, command: str) -> dict[str, Any]:
     from . import __version__, devices, simulated
 
     if simulated.is_simulating():
-        raise BenchError(f"{panel.name}: this machine is simulated (GPULAB_SIMULATE): its results are not a GPU's, "
-                         "and no reference record is made of them")
+        raise BenchError(
+            f"{panel.name}: this machine is simulated (GPULAB_SIMULATE): its results are not a GPU's, "
+            "and no reference record is made of them"
+        )
 
     infos = devices.describe()
     best = str(devices.best_device())
@@ -134,8 +141,10 @@ def _own_shell(InteractiveShell):
     # of a running Jupyter kernel: that would wipe the reader's variables.
     global _SHELL
     if InteractiveShell.initialized() and InteractiveShell.instance() is not _SHELL:
-        raise BenchError("the bench runs lessons in an IPython shell of its own and cannot run inside "
-                         "one that is already running: use `gpulab bench` in a terminal, or `!gpulab bench …` in a cell")
+        raise BenchError(
+            "the bench runs lessons in an IPython shell of its own and cannot run inside "
+            "one that is already running: use `gpulab bench` in a terminal, or `!gpulab bench …` in a cell"
+        )
     if _SHELL is None:
         _SHELL = InteractiveShell.instance()
     return _SHELL
@@ -178,8 +187,7 @@ def run_lesson(
                     detail = f"{type(error).__name__}: {error}" if error is not None else "it failed"
                     tail = captured.stdout[-2000:].strip()
                     raise BenchError(f"{path.name}, code cell {number}: {detail}" + (f"\n{tail}" if tail else ""))
-                recorded += record_panels(shell.user_ns, path.stem, out, command=command, seen=seen,
-                                          recorded=recorded)
+                recorded += record_panels(shell.user_ns, path.stem, out, command=command, seen=seen, recorded=recorded)
                 if progress is not None:
                     progress(number, len(cells), path.stem)
     finally:
@@ -194,8 +202,15 @@ def run_lesson(
     return recorded
 
 
-def record_panels(namespace: dict, lesson: str, out: Path, *, command: str = "gpulab bench",
-                  seen: set[int] | None = None, recorded: list[Recorded] = ()) -> list[Recorded]:
+def record_panels(
+    namespace: dict,
+    lesson: str,
+    out: Path,
+    *,
+    command: str = "gpulab bench",
+    seen: set[int] | None = None,
+    recorded: list[Recorded] = (),
+) -> list[Recorded]:
     """Record every named panel in ``namespace`` that has run and is not in ``seen`` (ids, updated).
 
     :func:`run_lesson` calls it after each cell; a kernel that has run a lesson calls it once
@@ -225,7 +240,7 @@ def _write(panel, lesson: str, out: Path, command: str, plots) -> Recorded:
     from . import simulated
 
     json_path = None
-    if not simulated.is_simulating():   # a simulated machine's panels draw their figures, and record nothing
+    if not simulated.is_simulating():  # a simulated machine's panels draw their figures, and record nothing
         record = record_of(panel, lesson, command)
         json_path = out / f"{panel.name}.json"
         json_path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")

@@ -12,7 +12,9 @@ def _info(args: argparse.Namespace) -> int:
 
     from . import devices
 
-    print(f"torch {torch.__version__} · accelerator: {devices.accelerator_type() or 'none'} · best device: {devices.best_device()}")
+    print(
+        f"torch {torch.__version__} · accelerator: {devices.accelerator_type() or 'none'} · best device: {devices.best_device()}"
+    )
     print(devices.describe())
     return 0
 
@@ -61,9 +63,16 @@ def _grade(args: argparse.Namespace) -> int:
     if not found:
         return refuse(f"no notebooks in {', '.join(args.submission)}")
     try:
-        results = grading.grade_many([path for _, path in found], timeout=args.timeout, lesson=args.lesson,
-                                     jobs=args.jobs, only=args.exercise, solutions=args.solutions,
-                                     sandboxed=not args.no_sandbox, progress=not one)
+        results = grading.grade_many(
+            [path for _, path in found],
+            timeout=args.timeout,
+            lesson=args.lesson,
+            jobs=args.jobs,
+            only=args.exercise,
+            solutions=args.solutions,
+            sandboxed=not args.no_sandbox,
+            progress=not one,
+        )
     except grading.SubmissionError as exc:
         return refuse(str(exc))
     if one:
@@ -97,8 +106,13 @@ def _autograder(args: argparse.Namespace) -> int:
     from .grading import gradescope
 
     try:
-        target = gradescope.build(args.lesson, Path(args.gradescope), solutions=args.solutions, timeout=args.timeout,
-                                  hidden_visibility=args.hidden_visibility)
+        target = gradescope.build(
+            args.lesson,
+            Path(args.gradescope),
+            solutions=args.solutions,
+            timeout=args.timeout,
+            hidden_visibility=args.hidden_visibility,
+        )
     except (grading.SubmissionError, ValueError) as exc:
         print(f"gpulab autograder: {exc}", file=sys.stderr)
         return 2
@@ -124,6 +138,7 @@ def _bench(args: argparse.Namespace) -> int:
     written: list[bench.Recorded] = []
     for path in lessons:
         with tqdm(total=1, desc=path.stem, unit="cell", leave=True, file=sys.stderr) as bar:
+
             def progress(done: int, total: int, _lesson: str) -> None:
                 bar.total = total
                 bar.update(done - bar.n)
@@ -143,8 +158,10 @@ def _bench(args: argparse.Namespace) -> int:
     from . import simulated
 
     if simulated.is_simulating():
-        print(f"{len(written)} experiment(s) ran on a simulated machine: figures in {out}, and no records "
-              "(a simulated GPU's timings are this CPU's)" + (f"; {failed} lesson(s) failed" if failed else ""))
+        print(
+            f"{len(written)} experiment(s) ran on a simulated machine: figures in {out}, and no records "
+            "(a simulated GPU's timings are this CPU's)" + (f"; {failed} lesson(s) failed" if failed else "")
+        )
     else:
         print(f"{len(written)} experiment(s) recorded in {out}" + (f"; {failed} lesson(s) failed" if failed else ""))
     return 1 if failed else 0
@@ -157,7 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
     info = commands.add_parser("info", help="describe this machine's devices")
     info.set_defaults(handler=_info)
 
-    headers = commands.add_parser("headers", help="regenerate every notebook's title, badge and setup cell, and the README's lesson table")
+    headers = commands.add_parser(
+        "headers", help="regenerate every notebook's title, badge and setup cell, and the README's lesson table"
+    )
     headers.add_argument("--root", default=".", help="the course checkout (default: current directory)")
     headers.add_argument("--check", action="store_true", help="only report notebooks whose header differs")
     headers.set_defaults(handler=_headers)
@@ -168,54 +187,81 @@ def build_parser() -> argparse.ArgumentParser:
     assign.set_defaults(handler=_assign)
 
     bench = commands.add_parser(
-        "bench", help="run the lessons' experiments headless at their defaults; write JSON and PNG plots",
+        "bench",
+        help="run the lessons' experiments headless at their defaults; write JSON and PNG plots",
         description="Run every lesson's experiment panels with their default settings, as the notebook "
-                    "would, and write NAME.json (the record gpulab.reference reads) and NAME.png for each. "
-                    "On a GPU machine, copy the JSON files into src/gpulab/reference_results/ to ship them "
-                    "as the reference readers see.")
+        "would, and write NAME.json (the record gpulab.reference reads) and NAME.png for each. "
+        "On a GPU machine, copy the JSON files into src/gpulab/reference_results/ to ship them "
+        "as the reference readers see.",
+    )
     bench.add_argument("out", help="folder to write the results into (created if needed)")
-    bench.add_argument("--lesson", action="append", metavar="N",
-                       help="only this lesson, by number (02) or name (02_copying); repeat for several")
+    bench.add_argument(
+        "--lesson",
+        action="append",
+        metavar="N",
+        help="only this lesson, by number (02) or name (02_copying); repeat for several",
+    )
     bench.add_argument("--root", default=".", help="the course checkout (default: current directory)")
     bench.set_defaults(handler=_bench)
 
     grade = commands.add_parser(
-        "grade", help="grade submitted exercise notebooks: one, several, or a folder of a class",
+        "grade",
+        help="grade submitted exercise notebooks: one, several, or a folder of a class",
         description="Grade each exercise of each submission in a fresh Jupyter kernel inside a sandbox "
-                    "(bubblewrap on Linux). One notebook: print its table. Several, or a folder as a "
-                    "learning-management system exports it: one row per student in --csv, and one JSON "
-                    "report each in --reports.")
+        "(bubblewrap on Linux). One notebook: print its table. Several, or a folder as a "
+        "learning-management system exports it: one row per student in --csv, and one JSON "
+        "report each in --reports.",
+    )
     grade.add_argument("submission", nargs="+", help="the students' .ipynb files, or folders of them")
-    grade.add_argument("--solutions", metavar="DIR",
-                       help="the instructor's solution notebooks (default: the checkout's solutions/)")
+    grade.add_argument(
+        "--solutions", metavar="DIR", help="the instructor's solution notebooks (default: the checkout's solutions/)"
+    )
     grade.add_argument("--json", metavar="FILE", help="one submission: also write its scores as JSON")
     grade.add_argument("--csv", metavar="FILE", help="write the gradebook: a row per student, a column per exercise")
-    grade.add_argument("--reports", metavar="DIR",
-                       help="write each submission's JSON report here (default, with --csv: beside it, named after it)")
+    grade.add_argument(
+        "--reports",
+        metavar="DIR",
+        help="write each submission's JSON report here (default, with --csv: beside it, named after it)",
+    )
     grade.add_argument("--jobs", type=int, metavar="N", help="kernels at a time (default: the number of cores)")
-    grade.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
-                       help="time limit for each cell (default: 30)")
+    grade.add_argument(
+        "--timeout", type=float, default=30.0, metavar="SECONDS", help="time limit for each cell (default: 30)"
+    )
     grade.add_argument("--lesson", help="the lesson, e.g. 01_devices (default: from each notebook)")
-    grade.add_argument("--exercise", action="append", metavar="ID",
-                       help="grade only this exercise (its ID, as the table shows it); repeat for several")
-    grade.add_argument("--no-sandbox", action="store_true",
-                       help="run kernels without a sandbox: only to check your own work where none can be made")
+    grade.add_argument(
+        "--exercise",
+        action="append",
+        metavar="ID",
+        help="grade only this exercise (its ID, as the table shows it); repeat for several",
+    )
+    grade.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run kernels without a sandbox: only to check your own work where none can be made",
+    )
     grade.set_defaults(handler=_grade)
 
     autograder = commands.add_parser(
-        "autograder", help="build a Gradescope autograder (a zip) for one lesson's exercises",
+        "autograder",
+        help="build a Gradescope autograder (a zip) for one lesson's exercises",
         description="Write the zip Gradescope runs for each submission of a lesson's exercise notebook: the "
-                    "lesson's checks (hidden ones included, no solutions), gpulab, setup.sh and run_autograder. "
-                    "Each check becomes a Gradescope test with its points and message.")
+        "lesson's checks (hidden ones included, no solutions), gpulab, setup.sh and run_autograder. "
+        "Each check becomes a Gradescope test with its points and message.",
+    )
     autograder.add_argument("lesson", help="the lesson, e.g. 04_memory")
     autograder.add_argument("--gradescope", required=True, metavar="ZIP", help="the zip to write")
-    autograder.add_argument("--solutions", metavar="DIR",
-                            help="the instructor's solution notebooks (default: the checkout's solutions/)")
-    autograder.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
-                            help="time limit for each cell (default: 30)")
-    autograder.add_argument("--hidden-visibility", default="after_published",
-                            choices=["visible", "hidden", "after_due_date", "after_published"],
-                            help="when students see the checks that hold hidden tests (default: after_published)")
+    autograder.add_argument(
+        "--solutions", metavar="DIR", help="the instructor's solution notebooks (default: the checkout's solutions/)"
+    )
+    autograder.add_argument(
+        "--timeout", type=float, default=30.0, metavar="SECONDS", help="time limit for each cell (default: 30)"
+    )
+    autograder.add_argument(
+        "--hidden-visibility",
+        default="after_published",
+        choices=["visible", "hidden", "after_due_date", "after_published"],
+        help="when students see the checks that hold hidden tests (default: after_published)",
+    )
     autograder.set_defaults(handler=_autograder)
     return parser
 

@@ -13,8 +13,17 @@ import re
 from pathlib import Path
 
 __all__ = [
-    "BRANCH", "LESSONS", "REPOSITORY", "cell_source", "colab_url", "header_cells", "lesson_table",
-    "read_notebook", "sync_headers", "sync_readme", "write_notebook",
+    "BRANCH",
+    "LESSONS",
+    "REPOSITORY",
+    "cell_source",
+    "colab_url",
+    "header_cells",
+    "lesson_table",
+    "read_notebook",
+    "sync_headers",
+    "sync_readme",
+    "write_notebook",
 ]
 
 REPOSITORY = "gpulab/gpulab"  # owner/name on GitHub
@@ -36,7 +45,7 @@ FOLDERS = {"notebooks": "", "exercises": " — exercises", "solutions": " — ex
 
 BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
 
-SETUP_SOURCE = f'''\
+SETUP_SOURCE = f"""\
 # Setup: in Colab, install the course helpers (Colab's own torch is kept); elsewhere, nothing to do.
 import sys
 
@@ -47,7 +56,7 @@ if "google.colab" in sys.modules:
         [sys.executable, "-m", "pip", "install", "--quiet",
          "gpulab @ git+https://github.com/{REPOSITORY}@{BRANCH}"],
         check=True,
-    )'''
+    )"""
 
 
 def colab_url(relative_path: str) -> str:
@@ -102,7 +111,7 @@ def sync_readme(root: Path, check: bool = False) -> bool:
     if match.group(2) == table:
         return False
     if not check:
-        path.write_text(text[: match.start(2)] + table + text[match.end(2):], encoding="utf-8")
+        path.write_text(text[: match.start(2)] + table + text[match.end(2) :], encoding="utf-8")
     return True
 
 
@@ -131,8 +140,10 @@ def header_matches(notebook: dict, relative_path: str) -> bool:
     title, setup = header_cells(relative_path)
     return (
         len(cells) >= 2
-        and cells[0]["cell_type"] == "markdown" and cell_source(cells[0]) == title
-        and cells[1]["cell_type"] == "code" and cell_source(cells[1]) == setup
+        and cells[0]["cell_type"] == "markdown"
+        and cell_source(cells[0]) == title
+        and cells[1]["cell_type"] == "code"
+        and cell_source(cells[1]) == setup
     )
 
 
@@ -155,15 +166,24 @@ def sync_headers(root: Path, check: bool = False) -> list[str]:
             title, setup = header_cells(relative)
             cells = notebook.setdefault("cells", [])
             looks_like_header = (
-                len(cells) >= 2 and cells[0]["cell_type"] == "markdown" and cell_source(cells[0]).startswith("# ")
-                and cells[1]["cell_type"] == "code" and "google.colab" in cell_source(cells[1])
+                len(cells) >= 2
+                and cells[0]["cell_type"] == "markdown"
+                and cell_source(cells[0]).startswith("# ")
+                and cells[1]["cell_type"] == "code"
+                and "google.colab" in cell_source(cells[1])
             )
             if looks_like_header:
                 del cells[:2]
             cells[:0] = [
                 {"cell_type": "markdown", "id": "header-title", "metadata": {}, "source": _lines(title)},
-                {"cell_type": "code", "execution_count": None, "id": "header-setup", "metadata": {},
-                 "outputs": [], "source": _lines(setup)},
+                {
+                    "cell_type": "code",
+                    "execution_count": None,
+                    "id": "header-setup",
+                    "metadata": {},
+                    "outputs": [],
+                    "source": _lines(setup),
+                },
             ]
             write_notebook(notebook, path)
     return changed

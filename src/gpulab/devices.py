@@ -295,7 +295,7 @@ class HostLink:
 
 def _read_link(folder) -> tuple[float, int] | None:
     try:
-        speed = (folder / "max_link_speed").read_text().split()[0]            # "16.0 GT/s PCIe" or "8 GT/s"
+        speed = (folder / "max_link_speed").read_text().split()[0]  # "16.0 GT/s PCIe" or "8 GT/s"
         width = int((folder / "max_link_width").read_text().split()[0])
         return float(speed), width
     except (OSError, ValueError, IndexError):
@@ -374,8 +374,12 @@ def _mps_info() -> DeviceInfo:
         bf16 = False
     memory = torch.mps.recommended_max_memory() if hasattr(torch.mps, "recommended_max_memory") else None
     return DeviceInfo(
-        device="mps:0", name=f"Apple GPU ({platform.machine()})", type="mps",
-        total_memory_bytes=memory, bf16=bf16, tf32=False,
+        device="mps:0",
+        name=f"Apple GPU ({platform.machine()})",
+        type="mps",
+        total_memory_bytes=memory,
+        bf16=bf16,
+        tf32=False,
     )
 
 

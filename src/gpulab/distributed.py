@@ -36,21 +36,35 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from . import _processes
 
-__all__ = ["DistributedError", "DistributedTimeout", "RankFailed", "Run", "backend_for", "finish", "init_process_group",
-           "remove_scratch_folder", "report_progress", "save_result", "scratch_folder", "startup_s", "torchrun"]
+__all__ = [
+    "DistributedError",
+    "DistributedTimeout",
+    "RankFailed",
+    "Run",
+    "backend_for",
+    "finish",
+    "init_process_group",
+    "remove_scratch_folder",
+    "report_progress",
+    "save_result",
+    "scratch_folder",
+    "startup_s",
+    "torchrun",
+]
 
 RESULT_VARIABLE = "GPULAB_RESULT"
 PROGRESS_VARIABLE = "GPULAB_PROGRESS"
 BACKEND_VARIABLE = "GPULAB_BACKEND"
-MARK_VARIABLE = "GPULAB_RUN"        # every process a run starts inherits it: how the leftovers are found
-RANKS_VARIABLE = "GPULAB_RANKS"     # where torchrun notes each rank it forks ("pid start-time" a line)
+MARK_VARIABLE = "GPULAB_RUN"  # every process a run starts inherits it: how the leftovers are found
+RANKS_VARIABLE = "GPULAB_RANKS"  # where torchrun notes each rank it forks ("pid start-time" a line)
 # Run by path, each a Python of its own: the launcher that forks a torchrun for every run, and the janitor that
 # removes a killed Python's scratch folder.
 _LAUNCHER_SCRIPT = Path(__file__).with_name("_torchrun_launcher.py")
@@ -103,8 +117,9 @@ def init_process_group(timeout_s: float = 60.0):
         torch.cuda.set_device(device)
     # device_id: NCCL sets its communicator up for this GPU at once, and barrier() knows the rank's GPU
     # (torch/distributed/distributed_c10d.py: without it, every barrier warns that it guesses).
-    dist.init_process_group(backend, timeout=timedelta(seconds=timeout_s),
-                            device_id=device if backend == "nccl" else None)
+    dist.init_process_group(
+        backend, timeout=timedelta(seconds=timeout_s), device_id=device if backend == "nccl" else None
+    )
     return device
 
 
@@ -178,9 +193,13 @@ def scratch_folder() -> Path:
         _SCRATCH = Path(tempfile.mkdtemp(prefix=f"gpulab-scripts-{os.getpid()}-"))
         atexit.register(shutil.rmtree, _SCRATCH, ignore_errors=True)
         # A kernel that is killed runs no atexit: a small process of its own removes the folder then.
-        subprocess.Popen([sys.executable, "-I", "-S", str(_JANITOR), str(_SCRATCH), str(os.getpid())],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True)
+        subprocess.Popen(
+            [sys.executable, "-I", "-S", str(_JANITOR), str(_SCRATCH), str(os.getpid())],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     return _SCRATCH
 
 
@@ -215,9 +234,8 @@ class Run:
     seconds: float
     logs: dict[int, str] = field(default_factory=dict)
     result: Any = None
-    errors: dict[int, str] = field(default_factory=dict)     # what each rank wrote to stderr
-    launcher: str = ""                                        # torchrun's own output
-
+    errors: dict[int, str] = field(default_factory=dict)  # what each rank wrote to stderr
+    launcher: str = ""  # torchrun's own output
 
     @property
     def ok(self) -> bool:
@@ -233,7 +251,7 @@ class Run:
             lines = [_unprefixed(line) for line in self.errors[rank].splitlines()]
             starts = [i for i, line in enumerate(lines) if line.startswith("Traceback")]
             if starts:
-                return f"rank {rank} failed:\n" + "\n".join(lines[starts[0]:])
+                return f"rank {rank} failed:\n" + "\n".join(lines[starts[0] :])
         return f"torchrun exited with status {self.returncode}:\n" + _tail(self.launcher, 25)
 
 
@@ -269,15 +287,20 @@ def _launcher() -> subprocess.Popen | None:
         return None
     if _LAUNCHER is None or _LAUNCHER.poll() is not None:
         log = open(scratch_folder() / "launcher.log", "ab")
-        _LAUNCHER = subprocess.Popen([sys.executable, str(_LAUNCHER_SCRIPT)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+        _LAUNCHER = subprocess.Popen(
+            [sys.executable, str(_LAUNCHER_SCRIPT)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            start_new_session=True,
+        )
         log.close()
         atexit.register(_end_launcher, _LAUNCHER)
     return _LAUNCHER
 
 
 def _end_launcher(launcher: subprocess.Popen) -> None:
-    launcher.stdin.close()                              # its loop ends: it exits
+    launcher.stdin.close()  # its loop ends: it exits
     try:
         launcher.wait(timeout=2)
     except subprocess.TimeoutExpired:
@@ -292,12 +315,22 @@ class _Forked:
         self.launcher, self.returncode = launcher, None
         self.pid_file, self.status_file = folder / "torchrun.pid", folder / "torchrun.status"
         self.request = folder / "request.json"
-        self.request.write_text(json.dumps({"argv": argv, "env": env, "cwd": os.getcwd(), "log": str(log),
-                                            "pid_file": str(self.pid_file), "status_file": str(self.status_file)}))
+        self.request.write_text(
+            json.dumps(
+                {
+                    "argv": argv,
+                    "env": env,
+                    "cwd": os.getcwd(),
+                    "log": str(log),
+                    "pid_file": str(self.pid_file),
+                    "status_file": str(self.status_file),
+                }
+            )
+        )
         try:
-            os.write(launcher.stdin.fileno(), f"{self.request}\n".encode())   # one short write: all or nothing
+            os.write(launcher.stdin.fileno(), f"{self.request}\n".encode())  # one short write: all or nothing
         except BrokenPipeError:
-            pass                                        # the launcher has ended: poll() says so
+            pass  # the launcher has ended: poll() says so
 
     def withdraw(self) -> bool:
         """Take back a request the launcher has not taken yet; False once it has (its pid comes in a moment)."""
@@ -320,11 +353,13 @@ class _Forked:
             return self.returncode
         pid = self.pid
         if pid is None:
-            if self.launcher.poll() is not None:       # the launcher ended before it forked this run
+            if self.launcher.poll() is not None:  # the launcher ended before it forked this run
                 self.returncode = -1
                 with open(self.status_file.with_name("torchrun.log"), "a") as log:
-                    log.write(f"gpulab's torchrun launcher ended (status {self.launcher.returncode}) before it "
-                              f"started torchrun:\n{_tail(_read(scratch_folder() / 'launcher.log'), 20)}\n")
+                    log.write(
+                        f"gpulab's torchrun launcher ended (status {self.launcher.returncode}) before it "
+                        f"started torchrun:\n{_tail(_read(scratch_folder() / 'launcher.log'), 20)}\n"
+                    )
             return self.returncode
         try:
             os.kill(pid, 0)
@@ -334,7 +369,7 @@ class _Forked:
         try:
             self.returncode = int(self.status_file.read_text())
         except (OSError, ValueError):
-            self.returncode = -signal.SIGKILL          # it ended without a word: killed
+            self.returncode = -signal.SIGKILL  # it ended without a word: killed
         return self.returncode
 
     def wait(self) -> int:
@@ -346,13 +381,13 @@ class _Forked:
 def _stop(process: subprocess.Popen | _Forked, mark: str, ranks: Path, grace_s: float = 3.0) -> None:
     """End the torchrun process and every process it started, gently first (workers may be mid-write): those
     that carry ``mark`` in their environment, and the ranks noted in ``ranks`` with their sessions."""
-    if process is None:                                # it failed to start
+    if process is None:  # it failed to start
         return
     if isinstance(process, _Forked) and process.pid is None and process.poll() is None:
-        if process.withdraw():                         # never started
+        if process.withdraw():  # never started
             return
         while process.pid is None and process.launcher.poll() is None:
-            time.sleep(0.01)                           # taken: forked in a moment
+            time.sleep(0.01)  # taken: forked in a moment
 
     def left():
         return set(_processes.processes_marked(MARK_VARIABLE, mark)) | set(_forked_ranks(ranks))
@@ -379,7 +414,7 @@ def _stop(process: subprocess.Popen | _Forked, mark: str, ranks: Path, grace_s: 
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline and (process.poll() is None or left()):
         time.sleep(0.05)
-    for _ in range(20):                     # a worker may start a process while it is being stopped
+    for _ in range(20):  # a worker may start a process while it is being stopped
         if not signal_all(signal.SIGKILL) and process.poll() is not None:
             break
         time.sleep(0.05)
@@ -427,9 +462,19 @@ class _LogTail:
         return {rank: "\n".join(lines) for rank, lines in sorted((self.errors if errors_only else self.text).items())}
 
 
-def torchrun(script: str | os.PathLike, nproc: int = 2, *, args: tuple | list = (), timeout_s: float = 60.0,
-             threads: int | None = None, backend: str | None = None, echo: bool = True, check: bool = True,
-             progress: Callable[[int, int], None] | None = None, env: dict[str, str] | None = None) -> Run:
+def torchrun(
+    script: str | os.PathLike,
+    nproc: int = 2,
+    *,
+    args: tuple | list = (),
+    timeout_s: float = 60.0,
+    threads: int | None = None,
+    backend: str | None = None,
+    echo: bool = True,
+    check: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+    env: dict[str, str] | None = None,
+) -> Run:
     """Run ``torchrun --standalone --nproc_per_node=nproc script *args`` and wait for it, at most ``timeout_s``.
 
     - ``threads``: torch threads per process (default: the cores shared out, at least 1);
@@ -452,13 +497,28 @@ def torchrun(script: str | os.PathLike, nproc: int = 2, *, args: tuple | list = 
     mark = uuid.uuid4().hex
     result_path, progress_path = folder / "result.json", folder / "progress"
     visible = ["torchrun", "--standalone", f"--nproc_per_node={nproc}", str(script), *map(str, args)]
-    arguments = ["--standalone", f"--nproc_per_node={nproc}", "--monitor-interval=0.05",
-                 f"--log-dir={folder / 'logs'}", "--redirects=3", str(script), *map(str, args)]
+    arguments = [
+        "--standalone",
+        f"--nproc_per_node={nproc}",
+        "--monitor-interval=0.05",
+        f"--log-dir={folder / 'logs'}",
+        "--redirects=3",
+        str(script),
+        *map(str, args),
+    ]
     command = [sys.executable, "-m", "torch.distributed.run", *arguments]
     run_env = dict(os.environ, **(env or {}))
-    run_env.update({MARK_VARIABLE: mark, RESULT_VARIABLE: str(result_path), PROGRESS_VARIABLE: str(progress_path),
-                    BACKEND_VARIABLE: backend, RANKS_VARIABLE: str(folder / "ranks"), "OMP_NUM_THREADS": str(threads),
-                    "PYTHONUNBUFFERED": "1"})
+    run_env.update(
+        {
+            MARK_VARIABLE: mark,
+            RESULT_VARIABLE: str(result_path),
+            PROGRESS_VARIABLE: str(progress_path),
+            BACKEND_VARIABLE: backend,
+            RANKS_VARIABLE: str(folder / "ranks"),
+            "OMP_NUM_THREADS": str(threads),
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     if echo:
         print(f"$ {' '.join(visible)}    ({backend}, {threads} thread{'s' * (threads != 1)} per process)", flush=True)
     tail = _LogTail(folder / "logs", echo)
@@ -470,8 +530,14 @@ def torchrun(script: str | os.PathLike, nproc: int = 2, *, args: tuple | list = 
         if launcher is not None:
             process = _Forked(launcher, folder, arguments, run_env, folder / "torchrun.log")
         else:
-            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=launcher_log,
-                                       stderr=subprocess.STDOUT, env=run_env, start_new_session=True)
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=launcher_log,
+                stderr=subprocess.STDOUT,
+                env=run_env,
+                start_new_session=True,
+            )
         while process.poll() is None:
             if time.monotonic() - start > timeout_s:
                 tail.poll(final=True)
@@ -479,7 +545,8 @@ def torchrun(script: str | os.PathLike, nproc: int = 2, *, args: tuple | list = 
                     f"the {nproc} ranks did not finish within {timeout_s:g} s and were stopped. A rank waiting for a "
                     "collective (all_reduce, barrier, …) that another rank never calls waits for ever (over NCCL, at "
                     "the first line that needs the result, not at the call): check that every rank makes the same "
-                    "collective calls in the same order." + _last_lines(tail.logs()))
+                    "collective calls in the same order." + _last_lines(tail.logs())
+                )
             tail.poll()
             if progress is not None and progress_path.exists():
                 steps = progress_path.read_text().splitlines()
@@ -501,8 +568,18 @@ def torchrun(script: str | os.PathLike, nproc: int = 2, *, args: tuple | list = 
         shutil.rmtree(folder, ignore_errors=True)
         if interrupted:
             print(f"interrupted: the {nproc} ranks were stopped", flush=True)
-    run = Run(visible, nproc, backend, threads, process.returncode, time.monotonic() - start, tail.logs(), result,
-              tail.logs(errors_only=True), launcher_text)
+    run = Run(
+        visible,
+        nproc,
+        backend,
+        threads,
+        process.returncode,
+        time.monotonic() - start,
+        tail.logs(),
+        result,
+        tail.logs(errors_only=True),
+        launcher_text,
+    )
     if check and not run.ok:
         raise RankFailed(run.failure())
     return run

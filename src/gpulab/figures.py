@@ -24,10 +24,33 @@ from collections.abc import Callable
 
 from . import plots, profiling, reference, units
 
-__all__ = ["PANELS", "allreduce", "amdahl", "amp_step", "bandwidth", "batch_memory", "checkpointing",
-           "cuda_snapshot", "cudnn_steps", "ddp_gradients", "ddp_throughput", "dtype_matmul", "matmul",
-           "memory_timeline", "number_formats", "overhead", "panel", "placement", "profile_step", "roofline",
-           "sawtooth", "slow_loop", "sync", "throughput", "underflow"]
+__all__ = [
+    "PANELS",
+    "allreduce",
+    "amdahl",
+    "amp_step",
+    "bandwidth",
+    "batch_memory",
+    "checkpointing",
+    "cuda_snapshot",
+    "cudnn_steps",
+    "ddp_gradients",
+    "ddp_throughput",
+    "dtype_matmul",
+    "matmul",
+    "memory_timeline",
+    "number_formats",
+    "overhead",
+    "panel",
+    "placement",
+    "profile_step",
+    "roofline",
+    "sawtooth",
+    "slow_loop",
+    "sync",
+    "throughput",
+    "underflow",
+]
 
 # Each panel's name → its figure, in the order they were registered.
 PANELS: dict[str, Callable] = {}
@@ -45,7 +68,7 @@ def panel(name: str, *, published: tuple[str, ...] = ()) -> Callable[[Callable],
     """
     if not PANEL_NAME.fullmatch(name):
         raise ValueError(f"panel name {name!r}: give the lesson's number, then words, as in '02_bandwidth'")
-    reference.published(published)      # every key must name a published measurement
+    reference.published(published)  # every key must name a published measurement
 
     def register(draw: Callable) -> Callable:
         if name in PANELS:
@@ -78,21 +101,34 @@ PUBLISHED_DASHES = (0, (8, 3))
 PUBLISHED_COLORS = ("#6a3d9a", "#b15928", "#1f78b4", "#e31a1c")
 
 
-def _published(ax, draw: Callable, unit: str, *, dtype: str | None = None, direction: str | None = None,
-               color=None) -> list:
+def _published(
+    ax, draw: Callable, unit: str, *, dtype: str | None = None, direction: str | None = None, color=None
+) -> list:
     """A horizontal line on ``ax`` for each published measurement the panel figure ``draw`` draws (of that
     dtype or direction), at its value in ``unit`` — the unit of the axis, which the caller names. A figure
     measured at one size (``entry.nbytes``, on an axis of bytes) is an open marker at that size, not a line."""
     lines = []
     for index, entry in enumerate(reference.published(draw.published_keys, dtype=dtype, direction=direction)):
-        style = dict(color=color(entry) if color else PUBLISHED_COLORS[index % len(PUBLISHED_COLORS)],
-                     label=entry.label(unit), gid=f"published|{entry.key}")
+        style = dict(
+            color=color(entry) if color else PUBLISHED_COLORS[index % len(PUBLISHED_COLORS)],
+            label=entry.label(unit),
+            gid=f"published|{entry.key}",
+        )
         if entry.nbytes is not None:
-            lines += ax.plot([entry.nbytes], [entry.value_in(unit)], linestyle="none", marker="D", markersize=7,
-                             markerfacecolor="none", markeredgewidth=1.5, **style)
+            lines += ax.plot(
+                [entry.nbytes],
+                [entry.value_in(unit)],
+                linestyle="none",
+                marker="D",
+                markersize=7,
+                markerfacecolor="none",
+                markeredgewidth=1.5,
+                **style,
+            )
         else:
-            lines.append(ax.axhline(entry.value_in(unit), linestyle=PUBLISHED_DASHES, linewidth=1.3, alpha=0.9,
-                                    **style))
+            lines.append(
+                ax.axhline(entry.value_in(unit), linestyle=PUBLISHED_DASHES, linewidth=1.3, alpha=0.9, **style)
+            )
     return lines
 
 
@@ -123,8 +159,10 @@ def _roof_grid(intensities, ridges) -> list[float]:
     return [low * (high / low) ** (k / steps) for k in range(steps + 1)]
 
 
-@panel("00_roofline", published=("zzc-h100-sxm-float32", "zzc-h100-sxm-float16", "mamf-h100-sxm-bfloat16",
-                                 "mamf-a100-sxm-bfloat16"))
+@panel(
+    "00_roofline",
+    published=("zzc-h100-sxm-float32", "zzc-h100-sxm-float16", "mamf-h100-sxm-bfloat16", "mamf-a100-sxm-bfloat16"),
+)
 def roofline(result: dict, figure) -> None:
     """Achieved GFLOP/s of a Linear layer against its arithmetic intensity, under the
     roof the device's measured ceilings make, with its ridge point; without an accelerator and a
@@ -135,35 +173,69 @@ def roofline(result: dict, figure) -> None:
     dtype, ax = result["dtype"], figure.subplots()
     grid = _roof_grid(result["intensity"], [c[dtype] / c["copy_gbps"] for c in result["ceilings"].values()])
     batches = result["batches"]
-    plots.series(ax, result, x="intensity", y="gflops", by_device=True, reference=usable,
-                 label=lambda device: f"{device}: Linear {result['width']}→{result['width']}, batch {batches[0]}…{batches[-1]}")
-    runs = [("yours", result, None)] + ([("reference", usable["result"], reference.gpu_label(usable))]
-                                        if usable is not None else [])
+    plots.series(
+        ax,
+        result,
+        x="intensity",
+        y="gflops",
+        by_device=True,
+        reference=usable,
+        label=lambda device: f"{device}: Linear {result['width']}→{result['width']}, batch {batches[0]}…{batches[-1]}",
+    )
+    runs = [("yours", result, None)] + (
+        [("reference", usable["result"], reference.gpu_label(usable))] if usable is not None else []
+    )
     for owner, run, gpu in runs:
         for device, ceilings in run["ceilings"].items():
             if owner == "reference" and not plots.is_accelerator(device):
                 continue
             color = plots.color_for(device) if owner == "yours" else plots.DEVICE_COLORS["reference"]
             name = device if owner == "yours" else f"{gpu} (reference)"
-            ax.plot(grid, [_roof(ceilings, dtype, i) for i in grid], "-" if owner == "yours" else "--", color=color,
-                    linewidth=2.5, alpha=0.35, label=f"{name} roof: {_rate(ceilings[dtype])} GFLOP/s, "
-                    f"{_rate(ceilings['copy_gbps'])} GB/s", gid=f"{owner}|roof {device}")
+            ax.plot(
+                grid,
+                [_roof(ceilings, dtype, i) for i in grid],
+                "-" if owner == "yours" else "--",
+                color=color,
+                linewidth=2.5,
+                alpha=0.35,
+                label=f"{name} roof: {_rate(ceilings[dtype])} GFLOP/s, {_rate(ceilings['copy_gbps'])} GB/s",
+                gid=f"{owner}|roof {device}",
+            )
             if owner == "yours":
                 ridge = ceilings[dtype] / ceilings["copy_gbps"]
                 plots.mark_x(ax, ridge, f"ridge {ridge:.1f} FLOP/B")
                 for other, peak in ceilings.items():
                     if other not in (dtype, "copy_gbps"):
-                        ax.axhline(peak, color=color, linestyle="-.", linewidth=1, alpha=0.6,
-                                   label=f"{device} {other} peak: {_rate(peak)} GFLOP/s", gid=f"yours|peak {other} {device}")
+                        ax.axhline(
+                            peak,
+                            color=color,
+                            linestyle="-.",
+                            linewidth=1,
+                            alpha=0.6,
+                            label=f"{device} {other} peak: {_rate(peak)} GFLOP/s",
+                            gid=f"yours|peak {other} {device}",
+                        )
     if _no_accelerator(result, "gflops") and usable is None:
         for index, gpu in enumerate(g for g in reference.KNOWN_GPUS if g.name in ("T4", "H100 SXM")):
             if dtype != "float32" and dtype not in gpu.tensor_dtypes:
                 continue
             peak = (gpu.float32_tflops if dtype == "float32" else gpu.tensor_tflops) * 1e3
-            plots.known_curve(ax, grid, [min(peak, gpu.memory_gbps * i) for i in grid],
-                              f"{gpu.name} roof, {dtype} (spec sheet): {peak:,.0f} GFLOP/s, {gpu.memory_gbps:,} GB/s", index)
-        plots.note(figure, "no accelerator here · " + (reference.NOT_RECORDED if record is None else
-                   f"the reference was recorded in {record['result'].get('dtype')}"))
+            plots.known_curve(
+                ax,
+                grid,
+                [min(peak, gpu.memory_gbps * i) for i in grid],
+                f"{gpu.name} roof, {dtype} (spec sheet): {peak:,.0f} GFLOP/s, {gpu.memory_gbps:,} GB/s",
+                index,
+            )
+        plots.note(
+            figure,
+            "no accelerator here · "
+            + (
+                reference.NOT_RECORDED
+                if record is None
+                else f"the reference was recorded in {record['result'].get('dtype')}"
+            ),
+        )
     _published(ax, roofline, "GFLOP/s", dtype=dtype)
     _finish(ax, f"arithmetic intensity (FLOP per byte moved, {dtype})", "achieved GFLOP/s", x="log")
     plots.legend(figure)
@@ -179,8 +251,9 @@ def overhead(result: dict, figure) -> None:
     time_ax, rate_ax = figure.subplots(1, 2)
     sizes = result["sizes"]
     plots.series(time_ax, result, x="sizes", y="seconds", scale=1e6, by_device=True, reference=record)
-    plots.series(rate_ax, result, x="sizes", y="seconds", derive=lambda n, s: 2 * n / s / 1e9, by_device=True,
-                 reference=record)
+    plots.series(
+        rate_ax, result, x="sizes", y="seconds", derive=lambda n, s: 2 * n / s / 1e9, by_device=True, reference=record
+    )
     for device, values in result["seconds"].items():
         floor = sorted(values[:3])[len(values[:3]) // 2]
         leaves = next((n for n, s in zip(sizes, values) if s > 2 * floor), None)
@@ -190,12 +263,13 @@ def overhead(result: dict, figure) -> None:
         h100 = next(g for g in reference.KNOWN_GPUS if g.name == "H100 SXM")
         per_call_s = reference.LAUNCH_MODEL_S
         model_s = [per_call_s + 2 * n / (h100.memory_gbps * 1e9) for n in sizes]
-        label = (f"a GPU, model: {per_call_s * 1e6:g} µs a call + bytes / {h100.memory_gbps:,} GB/s "
-                 f"({h100.name} spec sheet)")
+        label = (
+            f"a GPU, model: {per_call_s * 1e6:g} µs a call + bytes / {h100.memory_gbps:,} GB/s ({h100.name} spec sheet)"
+        )
         plots.known_curve(time_ax, sizes, [s * 1e6 for s in model_s], label, 3)
         plots.known_curve(rate_ax, sizes, [2 * n / s / 1e9 for n, s in zip(sizes, model_s)], label, 3)
         plots.note(figure, "no accelerator here · " + reference.NOT_RECORDED)
-    _published(rate_ax, overhead, "GB/s")       # copies within device memory, counted read plus written
+    _published(rate_ax, overhead, "GB/s")  # copies within device memory, counted read plus written
     time_ax.set_title("time per call of x.add_(1)", fontsize=9)
     rate_ax.set_title("bytes read and written per second", fontsize=9)
     _finish(time_ax, "tensor size", "µs per call", x="bytes")
@@ -210,19 +284,46 @@ def amdahl(result: dict, figure) -> None:
     record = reference.load(amdahl.panel_name)
     ax = figure.subplots()
     law, p = result["law"], result["p"]
-    ax.plot(law["processors"], law["speedup"], "-", color="#8172b2", linewidth=2, label=f"Amdahl's law, p = {p:g}",
-            gid="model|law")
-    ax.axhline(1 / (1 - p), color="#8172b2", linestyle=":", linewidth=1,
-               label=f"its limit 1 / (1 − p) = {1 / (1 - p):,.0f}×", gid="model|limit")
+    ax.plot(
+        law["processors"],
+        law["speedup"],
+        "-",
+        color="#8172b2",
+        linewidth=2,
+        label=f"Amdahl's law, p = {p:g}",
+        gid="model|law",
+    )
+    ax.axhline(
+        1 / (1 - p),
+        color="#8172b2",
+        linestyle=":",
+        linewidth=1,
+        label=f"its limit 1 / (1 − p) = {1 / (1 - p):,.0f}×",
+        gid="model|limit",
+    )
     perfect = [n for n in law["processors"] if n <= 2 / (1 - p)]
     ax.plot(perfect, perfect, ":", color="#999999", label="perfect scaling: speed-up = N", gid="model|perfect")
     fit = result["fit"]
     if fit is not None:
-        ax.plot(fit["processors"], fit["speedup"], "--", color=plots.DEVICE_COLORS["cpu"], linewidth=1,
-                label=f"Amdahl's law fitted to your measurement: p = {fit['p']:.2f}", gid="model|fit")
-    plots.series(ax, result, x="threads", y="speedup", reference=record, on_reference_cpu=True,
-                 colors={"measured": plots.DEVICE_COLORS["cpu"]},
-                 label=lambda name: f"{name} here: {result['n']}×{result['n']} matmul, {result['cores']} cores")
+        ax.plot(
+            fit["processors"],
+            fit["speedup"],
+            "--",
+            color=plots.DEVICE_COLORS["cpu"],
+            linewidth=1,
+            label=f"Amdahl's law fitted to your measurement: p = {fit['p']:.2f}",
+            gid="model|fit",
+        )
+    plots.series(
+        ax,
+        result,
+        x="threads",
+        y="speedup",
+        reference=record,
+        on_reference_cpu=True,
+        colors={"measured": plots.DEVICE_COLORS["cpu"]},
+        label=lambda name: f"{name} here: {result['n']}×{result['n']} matmul, {result['cores']} cores",
+    )
     plots.mark_x(ax, result["cores"], f"{result['cores']} cores here")
     ax.set_title("speed-up of a CPU matrix multiply with more threads, and Amdahl's law", fontsize=9)
     _finish(ax, "processors (threads) N", "speed-up over one")
@@ -244,8 +345,15 @@ def matmul(result: dict, figure) -> None:
     time_ax, rate_ax = figure.subplots(1, 2)
     sizes = result["sizes"]
     plots.series(time_ax, result, x="sizes", y="seconds", scale=1e3, by_device=True, reference=usable)
-    plots.series(rate_ax, result, x="sizes", y="seconds", derive=lambda n, s: 2 * n**3 / s / 1e9,
-                 by_device=True, reference=usable)
+    plots.series(
+        rate_ax,
+        result,
+        x="sizes",
+        y="seconds",
+        derive=lambda n, s: 2 * n**3 / s / 1e9,
+        by_device=True,
+        reference=usable,
+    )
     for device, values in result["seconds"].items():
         if plots.is_accelerator(device):
             n_cross = crossover(sizes, result["seconds"]["cpu"], values)
@@ -255,8 +363,15 @@ def matmul(result: dict, figure) -> None:
         peaks = reference.SPEC_PEAK_TFLOPS.get(result["dtype"], {})
         for index, (gpu, tflops) in enumerate(peaks.items()):
             plots.known_level(rate_ax, tflops * 1e3, f"{gpu} peak, {tflops:g} TFLOP/s (spec sheet)", index)
-        plots.note(figure, "no accelerator here · " + (reference.NOT_RECORDED if record is None else
-                   f"the reference was recorded in {record['result'].get('dtype')}"))
+        plots.note(
+            figure,
+            "no accelerator here · "
+            + (
+                reference.NOT_RECORDED
+                if record is None
+                else f"the reference was recorded in {record['result'].get('dtype')}"
+            ),
+        )
     _published(rate_ax, matmul, "GFLOP/s", dtype=result["dtype"])
     _finish(time_ax, "n (matrices are n × n)", "time per multiply (ms)")
     _finish(rate_ax, "n (matrices are n × n)", "achieved GFLOP/s")
@@ -266,17 +381,29 @@ def matmul(result: dict, figure) -> None:
 
 # ---------------------------------------------------------------- lesson 02
 
-METHOD_COLORS = {"pageable": "#dd8452", "pinned": "#55a868", "pinned + non_blocking": "#8172b2",
-                 "host memory copy": plots.DEVICE_COLORS["cpu"]}
+METHOD_COLORS = {
+    "pageable": "#dd8452",
+    "pinned": "#55a868",
+    "pinned + non_blocking": "#8172b2",
+    "host memory copy": plots.DEVICE_COLORS["cpu"],
+}
 
 
 def _method(name: str) -> str:
     return name.split(" ", 1)[1] if "→" in name else name
 
 
-@panel("02_bandwidth", published=("blog-nvs4200m-h2d-pageable", "blog-nvs4200m-h2d-pinned",
-                                  "blog-nvs4200m-d2h-pageable", "blog-nvs4200m-d2h-pinned",
-                                  "bandwidthtest-t4-h2d-pinned", "bandwidthtest-t4-d2h-pinned"))
+@panel(
+    "02_bandwidth",
+    published=(
+        "blog-nvs4200m-h2d-pageable",
+        "blog-nvs4200m-h2d-pinned",
+        "blog-nvs4200m-d2h-pageable",
+        "blog-nvs4200m-d2h-pinned",
+        "bandwidthtest-t4-h2d-pinned",
+        "bandwidthtest-t4-d2h-pinned",
+    ),
+)
 def bandwidth(result: dict, figure) -> None:
     """Achieved GB/s against size in each direction, and what pinning costs.
 
@@ -300,7 +427,7 @@ def bandwidth(result: dict, figure) -> None:
     plots.series(h2d, result, names=lambda n: not n.startswith("device→host"), **common)
     h2d.set_title("host → device" + (" · here: a copy within host memory" if here_cpu else ""), fontsize=9)
 
-    def method_color(entry):                  # a published copy takes the colour of its method
+    def method_color(entry):  # a published copy takes the colour of its method
         return METHOD_COLORS[entry.memory]
 
     _published(h2d, bandwidth, "GB/s", direction="host→device", color=method_color)
@@ -315,8 +442,7 @@ def bandwidth(result: dict, figure) -> None:
     if here_cpu and record is None:
         for index, (name, gbps) in enumerate(reference.PCIE_X16_GBPS.items()):
             plots.known_level(h2d, gbps, f"{name}, {gbps:g} GB/s per direction (theoretical)", index)
-        model_label = (f"a {link['name']} copy, model: {link['latency_s'] * 1e6:g} µs + bytes / "
-                       f"{link['gbps']:g} GB/s")
+        model_label = f"a {link['name']} copy, model: {link['latency_s'] * 1e6:g} µs + bytes / {link['gbps']:g} GB/s"
         plots.known_curve(h2d, sizes, model_gbps, model_label, 3)
 
     if pinning_here:
@@ -325,19 +451,36 @@ def bandwidth(result: dict, figure) -> None:
         if not _pin_curves(pin, result, None):
             # pin_memory() is a copy within host memory: what it costs here is a host copy's time.
             host = result["gbps"]["host memory copy"]
-            pin.plot(sizes, [n / g / 1e6 for n, g in zip(sizes, host)], "-", marker="o", markersize=3, color="#c44e52",
-                     label="a host memory copy here: what pin_memory() costs", gid="yours|host copy time")
+            pin.plot(
+                sizes,
+                [n / g / 1e6 for n, g in zip(sizes, host)],
+                "-",
+                marker="o",
+                markersize=3,
+                color="#c44e52",
+                label="a host memory copy here: what pin_memory() costs",
+                gid="yours|host copy time",
+            )
             if record is None:
-                plots.known_curve(pin, sizes, [(link["latency_s"] + n / (link["gbps"] * 1e9)) * 1e3 for n in sizes],
-                                  f"the transfer it would speed up ({link['name']} model)", 3)
+                plots.known_curve(
+                    pin,
+                    sizes,
+                    [(link["latency_s"] + n / (link["gbps"] * 1e9)) * 1e3 for n in sizes],
+                    f"the transfer it would speed up ({link['name']} model)",
+                    3,
+                )
         if record is not None:
             _pin_curves(pin, record["result"], reference.gpu_label(record, link=True))
     else:
-        plots.note(figure, f"{result['device']} could not pin host memory: only pageable copies, and no cost of "
-                   "pinning to show")
+        plots.note(
+            figure,
+            f"{result['device']} could not pin host memory: only pageable copies, and no cost of pinning to show",
+        )
     if here_cpu and record is None:
-        plots.note(figure, "no accelerator here: your host memory copy beside well-known link figures · "
-                   + reference.NOT_RECORDED)
+        plots.note(
+            figure,
+            "no accelerator here: your host memory copy beside well-known link figures · " + reference.NOT_RECORDED,
+        )
 
     for pane, ax in axes.items():
         _finish(ax, "transfer size", "achieved GB/s" if pane != "pin" else "ms per call", x="bytes")
@@ -350,11 +493,25 @@ def _pin_curves(ax, run: dict, gpu: str | None) -> list:
         return []
     style, suffix, owner = ("-", "", "yours") if gpu is None else ("--", f" · {gpu} (reference)", "reference")
     pinned_gbps = run["gbps"]["host→device pinned"]
-    return (ax.plot(run["sizes"], [s * 1e3 for s in run["pin_seconds"]], style, marker="o", markersize=3,
-                    color="#c44e52", label="pin_memory(), block reused" + suffix, gid=f"{owner}|pin_memory")
-            + ax.plot(run["sizes"], [n / g / 1e6 for n, g in zip(run["sizes"], pinned_gbps)], style, marker="o",
-                      markersize=3, color=METHOD_COLORS["pinned"], label="copy from pinned" + suffix,
-                      gid=f"{owner}|copy from pinned"))
+    return ax.plot(
+        run["sizes"],
+        [s * 1e3 for s in run["pin_seconds"]],
+        style,
+        marker="o",
+        markersize=3,
+        color="#c44e52",
+        label="pin_memory(), block reused" + suffix,
+        gid=f"{owner}|pin_memory",
+    ) + ax.plot(
+        run["sizes"],
+        [n / g / 1e6 for n, g in zip(run["sizes"], pinned_gbps)],
+        style,
+        marker="o",
+        markersize=3,
+        color=METHOD_COLORS["pinned"],
+        label="copy from pinned" + suffix,
+        gid=f"{owner}|copy from pinned",
+    )
 
 
 LOOP_COLORS = {".item() every step": "#c44e52", "log on the device, sync once": "#55a868"}
@@ -365,11 +522,22 @@ def sync(result: dict, figure) -> None:
     """Time per step of a loop that reads a value every step and one that logs on the device."""
     record = reference.load(sync.panel_name)
     ax = figure.subplots()
-    plots.series(ax, result, x="steps", y="seconds_per_step", scale=1e6, reference=record, colors=LOOP_COLORS,
-                 label=lambda name: f"{name} ({result['device']})")
+    plots.series(
+        ax,
+        result,
+        x="steps",
+        y="seconds_per_step",
+        scale=1e6,
+        reference=record,
+        colors=LOOP_COLORS,
+        label=lambda name: f"{name} ({result['device']})",
+    )
     if _no_accelerator(result) and record is None:
-        plots.note(figure, "no accelerator here: a CPU has no queue to drain, so both loops cost about the same · "
-                   + reference.NOT_RECORDED)
+        plots.note(
+            figure,
+            "no accelerator here: a CPU has no queue to drain, so both loops cost about the same · "
+            + reference.NOT_RECORDED,
+        )
     _finish(ax, "steps in the loop", "µs per step")
     plots.legend(figure)
 
@@ -385,15 +553,25 @@ def throughput(result: dict, figure) -> None:
     ax = figure.subplots()
     plots.series(ax, result, x="batches", y="samples_per_s", by_device=True, reference=usable)
     if _no_accelerator(result, "samples_per_s") and usable is None:
-        plots.note(figure, "no accelerator here · " + (reference.NOT_RECORDED if record is None else
-                   f"the reference was recorded at width {record['result'].get('width')}"))
+        plots.note(
+            figure,
+            "no accelerator here · "
+            + (
+                reference.NOT_RECORDED
+                if record is None
+                else f"the reference was recorded at width {record['result'].get('width')}"
+            ),
+        )
     ax.set_title(f"MLP 64 → {result['width']} → {result['width']} → 10, one SGD step per timing", fontsize=9)
     _finish(ax, "batch size", "training samples / s")
     plots.legend(figure)
 
 
-WAY_COLORS = {"moved every step": "#dd8452", "kept on the device": "#55a868",
-              "moved every step, pinned + non_blocking": "#8172b2"}
+WAY_COLORS = {
+    "moved every step": "#dd8452",
+    "kept on the device": "#55a868",
+    "moved every step, pinned + non_blocking": "#8172b2",
+}
 
 
 @panel("03_placement")
@@ -405,14 +583,27 @@ def placement(result: dict, figure) -> None:
     """
     record = reference.load(placement.panel_name)
     ax = figure.subplots()
-    plots.series(ax, result, x="batches", y="ms_per_step", reference=record, colors=WAY_COLORS,
-                 label=lambda name: f"{name} ({result['device']})")
+    plots.series(
+        ax,
+        result,
+        x="batches",
+        y="ms_per_step",
+        reference=record,
+        colors=WAY_COLORS,
+        label=lambda name: f"{name} ({result['device']})",
+    )
     if _no_accelerator(result) and record is None:
         link = reference.LINK_MODEL
         batches = result["batches"]
         copy_ms = [(2 * link["latency_s"] + b * result["sample_bytes"] / (link["gbps"] * 1e9)) * 1e3 for b in batches]
-        plots.known_curve(ax, batches, copy_ms, f"copying the batch to a GPU ({link['name']} model: "
-                          f"2 × {link['latency_s'] * 1e6:g} µs + bytes / {link['gbps']:g} GB/s)", 3)
+        plots.known_curve(
+            ax,
+            batches,
+            copy_ms,
+            f"copying the batch to a GPU ({link['name']} model: "
+            f"2 × {link['latency_s'] * 1e6:g} µs + bytes / {link['gbps']:g} GB/s)",
+            3,
+        )
         plots.note(figure, "no accelerator here: nothing to move, so the copy is modelled · " + reference.NOT_RECORDED)
     _finish(ax, f"batch size ({result['sample_bytes'] / 1024:.0f} KiB per sample)", "ms per training step")
     plots.legend(figure)
@@ -420,15 +611,28 @@ def placement(result: dict, figure) -> None:
 
 # ---------------------------------------------------------------- lesson 04
 
-MEMORY_COLORS = {"parameters + gradients + optimizer state": "#8172b2", "saved activations": "#dd8452",
-                 "estimate": "#937860", "peak, live tensors": "#4c72b0", "peak, CUDA allocator": "#55a868",
-                 "no checkpointing": "#c44e52", "checkpoint every k-th block": "#4c72b0",
-                 "no checkpointing, live tensors": "#c44e52", "checkpoint every k-th block, live tensors": "#4c72b0",
-                 "no checkpointing, CUDA allocator": "#e5a0a0", "checkpoint every k-th block, CUDA allocator": "#55a868",
-                 "live tensors": "#4c72b0", "CUDA allocator": "#55a868"}
+MEMORY_COLORS = {
+    "parameters + gradients + optimizer state": "#8172b2",
+    "saved activations": "#dd8452",
+    "estimate": "#937860",
+    "peak, live tensors": "#4c72b0",
+    "peak, CUDA allocator": "#55a868",
+    "no checkpointing": "#c44e52",
+    "checkpoint every k-th block": "#4c72b0",
+    "no checkpointing, live tensors": "#c44e52",
+    "checkpoint every k-th block, live tensors": "#4c72b0",
+    "no checkpointing, CUDA allocator": "#e5a0a0",
+    "checkpoint every k-th block, CUDA allocator": "#55a868",
+    "live tensors": "#4c72b0",
+    "CUDA allocator": "#55a868",
+}
 # What a lesson-04 figure draws of a reference: what the GPU's allocator measured, not what is counted anywhere.
-_MEASURED_ON_GPU = ("peak, CUDA allocator", "no checkpointing, CUDA allocator", "checkpoint every k-th block, CUDA allocator",
-                    "CUDA allocator")
+_MEASURED_ON_GPU = (
+    "peak, CUDA allocator",
+    "no checkpointing, CUDA allocator",
+    "checkpoint every k-th block, CUDA allocator",
+    "CUDA allocator",
+)
 
 
 def _only(record: dict | None, y: str, names) -> dict | None:
@@ -453,17 +657,36 @@ def batch_memory(result: dict, figure) -> None:
     record = reference.load(batch_memory.panel_name)
     usable = _same_experiment(record, result, ("width", "depth", "optimizer"))
     ax = figure.subplots()
-    plots.series(ax, result, x="batches", y="bytes", reference=_only(usable, "bytes", _MEASURED_ON_GPU),
-                 colors=MEMORY_COLORS, label=lambda name: f"{name} ({result['device']})")
+    plots.series(
+        ax,
+        result,
+        x="batches",
+        y="bytes",
+        reference=_only(usable, "bytes", _MEASURED_ON_GPU),
+        colors=MEMORY_COLORS,
+        label=lambda name: f"{name} ({result['device']})",
+    )
     applied = "the CUDA allocator" if result["budget_applied"] == "allocator" else "the estimate"
-    ax.axhline(result["budget"], color="black", linewidth=1, linestyle="--",
-               label=f"budget {units.format_bytes(result['budget'])}, applied to {applied}", gid="budget")
+    ax.axhline(
+        result["budget"],
+        color="black",
+        linewidth=1,
+        linestyle="--",
+        label=f"budget {units.format_bytes(result['budget'])}, applied to {applied}",
+        gid="budget",
+    )
     if result["largest_batch"] is not None:
         plots.mark_x(ax, result["largest_batch"], f"largest batch under the budget: {result['largest_batch']:,}")
-    _memory_note(figure, result, record, usable, "the peak is counted by gpulab.memory.TensorLedger and the budget "
-                 "applied to the estimate")
-    ax.set_title(f"{result['depth']} blocks of width {result['width']}, {result['optimizer']}: one training step",
-                 fontsize=9)
+    _memory_note(
+        figure,
+        result,
+        record,
+        usable,
+        "the peak is counted by gpulab.memory.TensorLedger and the budget applied to the estimate",
+    )
+    ax.set_title(
+        f"{result['depth']} blocks of width {result['width']}, {result['optimizer']}: one training step", fontsize=9
+    )
     _finish(ax, "batch size", "memory")
     plots.bytes_axis(ax, "y")
     plots.legend(figure)
@@ -475,10 +698,24 @@ def checkpointing(result: dict, figure) -> None:
     record = reference.load(checkpointing.panel_name)
     usable = _same_experiment(record, result, ("width", "depth", "batch"))
     memory_ax, time_ax = figure.subplots(1, 2)
-    plots.series(memory_ax, result, x="every", y="peak_bytes", reference=_only(usable, "peak_bytes", _MEASURED_ON_GPU),
-                 colors=MEMORY_COLORS, label=lambda name: f"{name} ({result['device']})")
-    plots.series(time_ax, result, x="every", y="ms_per_step", reference=usable, colors=MEMORY_COLORS,
-                 label=lambda name: f"{name}, time ({result['device']})")
+    plots.series(
+        memory_ax,
+        result,
+        x="every",
+        y="peak_bytes",
+        reference=_only(usable, "peak_bytes", _MEASURED_ON_GPU),
+        colors=MEMORY_COLORS,
+        label=lambda name: f"{name} ({result['device']})",
+    )
+    plots.series(
+        time_ax,
+        result,
+        x="every",
+        y="ms_per_step",
+        reference=usable,
+        colors=MEMORY_COLORS,
+        label=lambda name: f"{name}, time ({result['device']})",
+    )
     _memory_note(figure, result, record, usable, "memory counted by gpulab.memory.TensorLedger")
     for ax, ylabel in ((memory_ax, "peak memory of a step"), (time_ax, "ms per training step")):
         _finish(ax, "checkpoint every k-th block (k)", ylabel)
@@ -501,16 +738,32 @@ def memory_timeline(result: dict, figure) -> None:
     ax = figure.subplots()
     shaded = set()
     for start, end, phase in result["phases"]:
-        ax.axvspan(start, end, color=PHASE_COLORS.get(phase, "#cccccc"), alpha=0.12, linewidth=0,
-                   label=phase if phase not in shaded else None)
+        ax.axvspan(
+            start,
+            end,
+            color=PHASE_COLORS.get(phase, "#cccccc"),
+            alpha=0.12,
+            linewidth=0,
+            label=phase if phase not in shaded else None,
+        )
         shaded.add(phase)
-    plots.series(ax, result, x="events", y="bytes", reference=_only(usable, "bytes", _MEASURED_ON_GPU),
-                 colors=MEMORY_COLORS, label=lambda name: f"{name} ({result['device']})")
+    plots.series(
+        ax,
+        result,
+        x="events",
+        y="bytes",
+        reference=_only(usable, "bytes", _MEASURED_ON_GPU),
+        colors=MEMORY_COLORS,
+        label=lambda name: f"{name} ({result['device']})",
+    )
     for line in ax.get_lines():
         line.set_marker("")
     _memory_note(figure, result, record, usable, "memory counted by gpulab.memory.TensorLedger")
-    ax.set_title(f"{result['steps']} training steps with {result['optimizer']}, batch {result['batch']}: "
-                 "memory above what was allocated before the model", fontsize=9)
+    ax.set_title(
+        f"{result['steps']} training steps with {result['optimizer']}, batch {result['batch']}: "
+        "memory above what was allocated before the model",
+        fontsize=9,
+    )
     ax.set_xlabel("allocations and frees, in order")
     ax.set_ylabel("memory")
     ax.yaxis.set_major_locator(MaxNLocator(6))
@@ -552,8 +805,14 @@ def cuda_snapshot(snapshot: dict, figure, device=None) -> None:
     if not sizes:
         plots.note(figure, "the snapshot holds no allocations: was _record_memory_history on?")
         sizes, steps = [0, 0], [0, 1]
-    ax.plot(steps, sizes, "-", color=MEMORY_COLORS["CUDA allocator"], label="allocated by tensors recorded in the snapshot",
-            gid="yours|snapshot")
+    ax.plot(
+        steps,
+        sizes,
+        "-",
+        color=MEMORY_COLORS["CUDA allocator"],
+        label="allocated by tensors recorded in the snapshot",
+        gid="yours|snapshot",
+    )
     ax.set_xlabel("allocations and frees recorded, in order")
     ax.set_ylabel("memory (above the start of recording)")
     ax.yaxis.set_major_locator(MaxNLocator(6))
@@ -565,10 +824,18 @@ def cuda_snapshot(snapshot: dict, figure, device=None) -> None:
 # ---------------------------------------------------------------- lesson 05
 
 FORMAT_COLORS = {"sign": "#c44e52", "exponent": "#4c72b0", "mantissa": "#55a868"}
-DTYPE_COLORS = {"float32": "#4c72b0", "tf32": "#8172b2", "bfloat16": "#dd8452", "float16": "#55a868",
-                "float32 (no autocast)": "#4c72b0", "autocast bfloat16": "#dd8452", "autocast float16": "#55a868",
-                "fp16 gradients, unscaled": "#c44e52",
-                "fp16 gradients, scaled": "#55a868", "scale": "#4c72b0"}
+DTYPE_COLORS = {
+    "float32": "#4c72b0",
+    "tf32": "#8172b2",
+    "bfloat16": "#dd8452",
+    "float16": "#55a868",
+    "float32 (no autocast)": "#4c72b0",
+    "autocast bfloat16": "#dd8452",
+    "autocast float16": "#55a868",
+    "fp16 gradients, unscaled": "#c44e52",
+    "fp16 gradients, scaled": "#55a868",
+    "scale": "#4c72b0",
+}
 
 
 def number_formats(rows: list[dict], figure) -> None:
@@ -578,8 +845,7 @@ def number_formats(rows: list[dict], figure) -> None:
     for y, row in enumerate(reversed(rows)):
         start = 0
         for part, width in (("sign", 1), ("exponent", row["exponent"]), ("mantissa", row["mantissa"])):
-            ax.barh(y, width, left=start, color=FORMAT_COLORS[part], edgecolor="white",
-                    label=part if y == 0 else None)
+            ax.barh(y, width, left=start, color=FORMAT_COLORS[part], edgecolor="white", label=part if y == 0 else None)
             if width >= 2:
                 ax.text(start + width / 2, y, str(width), ha="center", va="center", color="white", fontsize=8)
             start += width
@@ -592,23 +858,38 @@ def number_formats(rows: list[dict], figure) -> None:
     plots.legend(figure)
 
 
-@panel("05_matmul", published=("zzc-h100-sxm-float32", "zzc-h100-sxm-tf32", "zzc-h100-sxm-float16",
-                               "zzc-h100-sxm-bfloat16"))
+@panel(
+    "05_matmul",
+    published=("zzc-h100-sxm-float32", "zzc-h100-sxm-tf32", "zzc-h100-sxm-float16", "zzc-h100-sxm-bfloat16"),
+)
 def dtype_matmul(result: dict, figure) -> None:
     """Matmul TFLOP/s against n for every dtype the device has, beside a real GPU's
     published rate in each of those dtypes."""
     record = reference.load(dtype_matmul.panel_name)
     ax = figure.subplots()
-    plots.series(ax, result, x="sizes", y="tflops", reference=record, colors=DTYPE_COLORS,
-                 label=lambda name: f"{name} ({result['device']})")
+    plots.series(
+        ax,
+        result,
+        x="sizes",
+        y="tflops",
+        reference=record,
+        colors=DTYPE_COLORS,
+        label=lambda name: f"{name} ({result['device']})",
+    )
     if _no_accelerator(result) and record is None:
         for index, gpu in enumerate(g for g in reference.KNOWN_GPUS if g.name in ("T4", "H100 SXM")):
-            plots.known_level(ax, gpu.float32_tflops, f"{gpu.name} float32 (spec sheet): {gpu.float32_tflops:g} TFLOP/s",
-                              2 * index)
-            plots.known_level(ax, gpu.tensor_tflops, f"{gpu.name} {' and '.join(gpu.tensor_dtypes)} on tensor cores "
-                              f"(spec sheet): {gpu.tensor_tflops:g} TFLOP/s", 2 * index + 1)
+            plots.known_level(
+                ax, gpu.float32_tflops, f"{gpu.name} float32 (spec sheet): {gpu.float32_tflops:g} TFLOP/s", 2 * index
+            )
+            plots.known_level(
+                ax,
+                gpu.tensor_tflops,
+                f"{gpu.name} {' and '.join(gpu.tensor_dtypes)} on tensor cores "
+                f"(spec sheet): {gpu.tensor_tflops:g} TFLOP/s",
+                2 * index + 1,
+            )
         plots.note(figure, "no accelerator here · " + reference.NOT_RECORDED)
-    for name in result["tflops"]:                 # an H100's published figure for each dtype measured here
+    for name in result["tflops"]:  # an H100's published figure for each dtype measured here
         _published(ax, dtype_matmul, "TFLOP/s", dtype=name, color=lambda entry: DTYPE_COLORS[entry.dtype])
     _finish(ax, "n (n×n @ n×n)", "TFLOP/s")
     plots.legend(figure)
@@ -618,8 +899,10 @@ def _run_label(run: dict, name: str, who: str) -> str:
     counted = "allocator" if run.get("device", "cpu").startswith("cuda") else "tensors counted"
     if name not in run.get("ms_per_step", {}):
         return f"{name} · {who}"
-    return (f"{name} · {who}: {run['ms_per_step'][name]:.2f} ms/step, peak "
-            f"{units.format_bytes(run['peak_bytes'][name])} ({counted})")
+    return (
+        f"{name} · {who}: {run['ms_per_step'][name]:.2f} ms/step, peak "
+        f"{units.format_bytes(run['peak_bytes'][name])} ({counted})"
+    )
 
 
 @panel("05_step")
@@ -636,7 +919,7 @@ def amp_step(result: dict, figure) -> None:
         if owner == "yours":
             line.set_label(_run_label(result, name, result["device"]))
             if name.startswith("autocast"):
-                line.set_linestyle((0, (4, 2)))      # dashed: the two curves often lie on top of each other
+                line.set_linestyle((0, (4, 2)))  # dashed: the two curves often lie on top of each other
         else:
             line.set_label(_run_label(usable["result"], name, reference.gpu_label(usable) + " (reference)"))
     if _no_accelerator(result) and usable is None:
@@ -658,17 +941,35 @@ def underflow(result: dict, figure) -> None:
     record = reference.load(underflow.panel_name)
     usable = _same_experiment(record, result, ("scale",))
     hist_ax, scale_ax = figure.subplots(1, 2)
-    plots.series(hist_ax, result, x="bin_centres", y="counts", reference=usable, colors=DTYPE_COLORS,
-                 label=lambda name: name + (f" × {result['scale']:,.0f}" if name.endswith(", scaled") else ""))
+    plots.series(
+        hist_ax,
+        result,
+        x="bin_centres",
+        y="counts",
+        reference=usable,
+        colors=DTYPE_COLORS,
+        label=lambda name: name + (f" × {result['scale']:,.0f}" if name.endswith(", scaled") else ""),
+    )
     for line in hist_ax.get_lines():
         line.set_marker("")
-    for value, text, style in ((result["fp16_smallest_subnormal"], "float16's smallest subnormal", ":"),
-                               (result["fp16_smallest_normal"], "float16's smallest normal", "--")):
+    for value, text, style in (
+        (result["fp16_smallest_subnormal"], "float16's smallest subnormal", ":"),
+        (result["fp16_smallest_normal"], "float16's smallest normal", "--"),
+    ):
         hist_ax.axvline(value, color="black", linestyle=style, linewidth=1, label=f"{text}: {value:.2g}")
     lost = result["flushed"]
-    hist_ax.text(0.02, 0.97, "\n".join(f"{share:.2%} {'scaled' if name.endswith(', scaled') else 'unscaled'} become 0"
-                                       for name, share in lost.items()) + f"\n{result['overflowed']:.2%} scaled become inf",
-                 transform=hist_ax.transAxes, fontsize=7, va="top")
+    hist_ax.text(
+        0.02,
+        0.97,
+        "\n".join(
+            f"{share:.2%} {'scaled' if name.endswith(', scaled') else 'unscaled'} become 0"
+            for name, share in lost.items()
+        )
+        + f"\n{result['overflowed']:.2%} scaled become inf",
+        transform=hist_ax.transAxes,
+        fontsize=7,
+        va="top",
+    )
     xs = [x for counts in result["counts"].values() for c, x in zip(counts, result["bin_centres"]) if c]
     if xs:
         hist_ax.set_xlim(min(min(xs), result["fp16_smallest_subnormal"]) / 10, max(xs) * 100)
@@ -680,11 +981,21 @@ def underflow(result: dict, figure) -> None:
     hist_ax.set_ylabel("gradient values")
     hist_ax.grid(True, which="major", alpha=0.3)
     trace = result["trace"]
-    scale_ax.plot(trace["steps"], trace["scale"], "-", marker="o", markersize=3, color=DTYPE_COLORS["scale"],
-                  label="GradScaler's scale", gid="yours|scale")
+    scale_ax.plot(
+        trace["steps"],
+        trace["scale"],
+        "-",
+        marker="o",
+        markersize=3,
+        color=DTYPE_COLORS["scale"],
+        label="GradScaler's scale",
+        gid="yours|scale",
+    )
     for step in [step for step, skip in zip(trace["steps"], trace["skipped"]) if skip]:
         scale_ax.axvline(step, color="#c44e52", linestyle=":", linewidth=1)
-    scale_ax.plot([], [], color="#c44e52", linestyle=":", label=f"skipped step (inf injected at step {trace['inf_at']})")
+    scale_ax.plot(
+        [], [], color="#c44e52", linestyle=":", label=f"skipped step (inf injected at step {trace['inf_at']})"
+    )
     plots.log_axis(scale_ax, "y", base=2)
     scale_ax.set_xlabel(f"step (growth every {trace['growth_interval']} good steps)")
     scale_ax.set_ylabel("loss scale")
@@ -711,8 +1022,11 @@ def _where(result: dict) -> str:
 
 def _processes_note(figure, result: dict, record: dict | None) -> None:
     if result["backend"] != "nccl" and (record is None or record["result"].get("backend") != "nccl"):
-        plots.note(figure, "gloo on CPU processes here: NCCL needs a CUDA GPU per process · "
-                   + (reference.NOT_RECORDED if record is None else "the reference ran on CPU processes too"))
+        plots.note(
+            figure,
+            "gloo on CPU processes here: NCCL needs a CUDA GPU per process · "
+            + (reference.NOT_RECORDED if record is None else "the reference ran on CPU processes too"),
+        )
 
 
 @panel("06_allreduce", published=("allreduce-8xh200-16mib", "allreduce-8xh200-16gib"))
@@ -727,9 +1041,15 @@ def allreduce(result: dict, figure) -> None:
     for name, fit in result.get("fit", {}).items():
         color = next((line.get_color() for line in time_ax.get_lines() if line.get_gid() == f"yours|{name}"), None)
         sizes = result["sizes"]
-        time_ax.plot(sizes, [(fit["alpha_s"] + fit["beta_s_per_byte"] * s) * 1e3 for s in sizes], "--", color=color,
-                     linewidth=1, gid=f"fit|{name}",
-                     label=f"{name}: α + β·S, α = {fit['alpha_s'] * 1e6:,.0f} µs, 1/β = {1e-9 / fit['beta_s_per_byte']:.3g} GB/s")
+        time_ax.plot(
+            sizes,
+            [(fit["alpha_s"] + fit["beta_s_per_byte"] * s) * 1e3 for s in sizes],
+            "--",
+            color=color,
+            linewidth=1,
+            gid=f"fit|{name}",
+            label=f"{name}: α + β·S, α = {fit['alpha_s'] * 1e6:,.0f} µs, 1/β = {1e-9 / fit['beta_s_per_byte']:.3g} GB/s",
+        )
     plots.series(bus_ax, result, x="sizes", y="busbw_gbps", reference=usable, on_reference_cpu=on_cpu)
     if result["backend"] != "nccl" and usable is None:
         for index, (link, gbps) in enumerate(LINKS_GBPS.items()):
@@ -740,7 +1060,7 @@ def allreduce(result: dict, figure) -> None:
     bus_ax.set_title("bus bandwidth = S/t · 2(n − 1)/n", fontsize=9)
     for ax, ylabel in ((time_ax, "ms per all_reduce"), (bus_ax, "GB/s")):
         _finish(ax, "message size S", ylabel, x="bytes")
-        ticks = result["sizes"][::-2][::-1] if len(result["sizes"]) > 4 else result["sizes"]   # ×16 apart: readable
+        ticks = result["sizes"][::-2][::-1] if len(result["sizes"]) > 4 else result["sizes"]  # ×16 apart: readable
         ax.set_xticks(ticks, [units.format_bytes(size) for size in ticks])
     plots.legend(figure)
 
@@ -754,12 +1074,26 @@ def ddp_throughput(result: dict, figure) -> None:
     ax = figure.subplots()
     processes = result["processes"]
     baseline = result["samples_per_s"]["DDP"][0]
-    ax.plot(processes, [baseline * n for n in processes], ":", color="#999999", gid="model|ideal",
-            label="n × one process (perfect scaling)")
-    plots.series(ax, result, x="processes", y="samples_per_s", reference=usable, on_reference_cpu=on_cpu,
-                 colors={"DDP": plots.color_for(result["device"])},
-                 label=lambda name: f"{name}, {result['threads']} thread{'s' * (result['threads'] != 1)} per process "
-                                    "(1 process: no DDP)")
+    ax.plot(
+        processes,
+        [baseline * n for n in processes],
+        ":",
+        color="#999999",
+        gid="model|ideal",
+        label="n × one process (perfect scaling)",
+    )
+    plots.series(
+        ax,
+        result,
+        x="processes",
+        y="samples_per_s",
+        reference=usable,
+        on_reference_cpu=on_cpu,
+        colors={"DDP": plots.color_for(result["device"])},
+        label=lambda name: (
+            f"{name}, {result['threads']} thread{'s' * (result['threads'] != 1)} per process (1 process: no DDP)"
+        ),
+    )
     if result["device"] == "cpu":
         plots.mark_x(ax, result["cores"], f"{result['cores']} cores here")
     _processes_note(figure, result, record)
@@ -773,7 +1107,7 @@ def ddp_throughput(result: dict, figure) -> None:
     plots.legend(figure)
 
 
-GRADIENT_FLOOR = 1e-12      # a difference of exactly 0 is drawn here, on the log axis
+GRADIENT_FLOOR = 1e-12  # a difference of exactly 0 is drawn here, on the log axis
 
 
 @panel("06_gradients")
@@ -785,15 +1119,31 @@ def ddp_gradients(result: dict, figure) -> None:
     ax = figure.subplots()
     shown = dict(result, index=list(range(len(result["parameters"]))))
     theirs = dict(usable, result=dict(usable["result"], index=shown["index"])) if usable else None
-    plots.series(ax, shown, x="index", y="max_abs_difference", derive=lambda _x, v: max(v, GRADIENT_FLOOR),
-                 reference=theirs, on_reference_cpu=on_cpu,
-                 colors={"DDP, all-reduced": "#55a868", "rank 0's share alone": "#dd8452"})
+    plots.series(
+        ax,
+        shown,
+        x="index",
+        y="max_abs_difference",
+        derive=lambda _x, v: max(v, GRADIENT_FLOOR),
+        reference=theirs,
+        on_reference_cpu=on_cpu,
+        colors={"DDP, all-reduced": "#55a868", "rank 0's share alone": "#dd8452"},
+    )
     eps = 2.0**-23 * result["largest_gradient"]
-    ax.axhline(eps, color="#999999", linestyle=":", linewidth=1, gid="level|eps",
-               label=f"float32 rounding at the largest gradient: {eps:.1g}")
+    ax.axhline(
+        eps,
+        color="#999999",
+        linestyle=":",
+        linewidth=1,
+        gid="level|eps",
+        label=f"float32 rounding at the largest gradient: {eps:.1g}",
+    )
     ax.set_xticks(shown["index"], result["parameters"], fontsize=8)
-    ax.set_title(f"largest |difference| from one process's gradient: global batch {result['global_batch']} over "
-                 f"{result['world']} processes\n({_where(result)}; a difference of 0 is drawn at 1e-12)", fontsize=9)
+    ax.set_title(
+        f"largest |difference| from one process's gradient: global batch {result['global_batch']} over "
+        f"{result['world']} processes\n({_where(result)}; a difference of 0 is drawn at 1e-12)",
+        fontsize=9,
+    )
     plots.log_axis(ax, "y")
     ax.set_xlabel("parameter tensor")
     ax.set_ylabel("max |difference|")
@@ -815,8 +1165,14 @@ def profile_step(result: dict, figure) -> None:
     for bar in bars:
         bar.set_gid("yours|top ops")
     for index, calls in enumerate(result["calls_per_step"]):
-        ops_ax.annotate(f"×{calls}", xy=(result["ms_per_step"][index], index), xytext=(3, 0), textcoords="offset points",
-                        va="center", fontsize=7)
+        ops_ax.annotate(
+            f"×{calls}",
+            xy=(result["ms_per_step"][index], index),
+            xytext=(3, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize=7,
+        )
     ops_ax.set_yticks(range(len(names)), names, fontsize=7)
     ops_ax.set_ylim(len(names) - 0.5, -0.5)
     ops_ax.set_xlim(0, max(result["ms_per_step"]) * 1.3)
@@ -825,8 +1181,10 @@ def profile_step(result: dict, figure) -> None:
     ops_ax.grid(True, axis="x", alpha=0.3)
     profiling.draw_timeline(time_ax, result["trace"], title=f"{result['steps']} steps on {result['device']}")
     if _no_accelerator(result):
-        plots.note(figure, "profiled on this CPU: with a CUDA GPU the timeline adds a row for each GPU stream, "
-                   "where the kernels run")
+        plots.note(
+            figure,
+            "profiled on this CPU: with a CUDA GPU the timeline adds a row for each GPU stream, where the kernels run",
+        )
 
 
 @panel("07_sawtooth")
@@ -839,14 +1197,28 @@ def sawtooth(result: dict, figure) -> None:
     runs = [(axes[0], result, None)] + ([(axes[1], record["result"], record)] if beside else [])
     for ax, run, shown in runs:
         if shown is None:
-            plots.series(ax, run, x="sizes", y="gflops", reference=_same_experiment(record, result, ("middle", "dtype")),
-                         colors={name: plots.color_for(result["device"]) for name in run["gflops"]})
+            plots.series(
+                ax,
+                run,
+                x="sizes",
+                y="gflops",
+                reference=_same_experiment(record, result, ("middle", "dtype")),
+                colors={name: plots.color_for(result["device"]) for name in run["gflops"]},
+            )
             where = run["device"]
         else:
             gpu = reference.gpu_label(shown)
             for name, values in run["gflops"].items():
-                ax.plot(run["sizes"], values, "--", marker="o", markersize=2, color=plots.DEVICE_COLORS["reference"],
-                        label=f"{name} · {gpu} (reference)", gid=f"reference|{name}")
+                ax.plot(
+                    run["sizes"],
+                    values,
+                    "--",
+                    marker="o",
+                    markersize=2,
+                    color=plots.DEVICE_COLORS["reference"],
+                    label=f"{name} · {gpu} (reference)",
+                    gid=f"reference|{name}",
+                )
             where = f"{gpu} (reference)"
         for n in run["sizes"]:
             if n % 64 == 0:
@@ -868,18 +1240,30 @@ def cudnn_steps(result: dict, figure) -> None:
     record = reference.load(cudnn_steps.panel_name)
     usable = _same_experiment(record, result, ("image_sizes", "steps_per_size"))
     ax = figure.subplots()
-    plots.series(ax, result, x="steps", y="ms", reference=usable,
-                 colors={"benchmark off": "#4c72b0", "benchmark on": "#dd8452"})
+    plots.series(
+        ax, result, x="steps", y="ms", reference=usable, colors={"benchmark off": "#4c72b0", "benchmark on": "#dd8452"}
+    )
     for index, size in enumerate(result["image_sizes"]):
         first = index * result["steps_per_size"] + 1
         ax.axvline(first - 0.5, color="#999999", linestyle=":", linewidth=1, gid=f"mark|{size}")
-        ax.annotate(f"{size}×{size}", xy=(first - 0.4, 1.0), xycoords=("data", "axes fraction"), xytext=(0, -10),
-                    textcoords="offset points", fontsize=7)
+        ax.annotate(
+            f"{size}×{size}",
+            xy=(first - 0.4, 1.0),
+            xycoords=("data", "axes fraction"),
+            xytext=(0, -10),
+            textcoords="offset points",
+            fontsize=7,
+        )
     if _no_accelerator(result):
-        plots.note(figure, "cudnn.benchmark needs a CUDA GPU: on this CPU the flag changes nothing"
-                   + (" · " + reference.NOT_RECORDED if usable is None else ""))
-    ax.set_title(f"conv net training steps on {result['device']}, a new image size every "
-                 f"{result['steps_per_size']} steps", fontsize=9)
+        plots.note(
+            figure,
+            "cudnn.benchmark needs a CUDA GPU: on this CPU the flag changes nothing"
+            + (" · " + reference.NOT_RECORDED if usable is None else ""),
+        )
+    ax.set_title(
+        f"conv net training steps on {result['device']}, a new image size every {result['steps_per_size']} steps",
+        fontsize=9,
+    )
     plots.log_axis(ax, "y")
     ax.set_xlabel("step")
     ax.set_ylabel("ms per step")
@@ -887,8 +1271,12 @@ def cudnn_steps(result: dict, figure) -> None:
     plots.legend(figure)
 
 
-COUNT_COLORS = {"syncs": "#c44e52", ".to calls": "#8172b3", "tensors made in forward": "#937860",
-                "optimizer steps": "#55a868"}
+COUNT_COLORS = {
+    "syncs": "#c44e52",
+    ".to calls": "#8172b3",
+    "tensors made in forward": "#937860",
+    "optimizer steps": "#55a868",
+}
 
 
 @panel("07_slow_loop")
@@ -898,9 +1286,15 @@ def slow_loop(result: dict, figure) -> None:
     record = reference.load(slow_loop.panel_name)
     usable = _same_experiment(record, result, ("samples", "versions"))
     time_ax, count_ax = figure.subplots(1, 2)
-    plots.series(time_ax, result, x="stage", y="ms_per_epoch", reference=usable,
-                 colors={"one epoch": plots.color_for(result["device"])},
-                 label=lambda name: f"{name}, {result['device']}")
+    plots.series(
+        time_ax,
+        result,
+        x="stage",
+        y="ms_per_epoch",
+        reference=usable,
+        colors={"one epoch": plots.color_for(result["device"])},
+        label=lambda name: f"{name}, {result['device']}",
+    )
     plots.series(count_ax, result, x="stage", y="counts", colors=COUNT_COLORS)
     for ax in (time_ax, count_ax):
         ax.set_xticks(result["stage"], result["versions"], fontsize=7, rotation=12)

@@ -8,14 +8,20 @@ import math
 import os
 import threading
 import weakref
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-__all__ = ["TensorLedger", "free_bytes", "largest_buffer", "largest_square_n", "recover_from_oom",
-           "release_pinned_memory"]
+__all__ = [
+    "TensorLedger",
+    "free_bytes",
+    "largest_buffer",
+    "largest_square_n",
+    "recover_from_oom",
+    "release_pinned_memory",
+]
 
 
 def _host_available_bytes() -> int:
@@ -46,7 +52,11 @@ def free_bytes(device: torch.device | str) -> int:
         cached = torch.cuda.memory_reserved(index) - torch.cuda.memory_allocated(index)
         return free + cached
     if device.type == "mps":
-        limit = torch.mps.recommended_max_memory() if hasattr(torch.mps, "recommended_max_memory") else _host_available_bytes()
+        limit = (
+            torch.mps.recommended_max_memory()
+            if hasattr(torch.mps, "recommended_max_memory")
+            else _host_available_bytes()
+        )
         return max(limit - torch.mps.current_allocated_memory(), 0)
     if device.type == "xpu" and hasattr(torch.xpu, "mem_get_info"):
         return torch.xpu.mem_get_info(device.index or 0)[0]
@@ -123,7 +133,7 @@ def _uncaught_errors() -> tuple[list[BaseException], list]:
         if hasattr(sys, name):
             setattr(sys, name, None)
     shell = None
-    if "IPython" in sys.modules:          # only where IPython already runs: importing it is not free
+    if "IPython" in sys.modules:  # only where IPython already runs: importing it is not free
         from IPython import get_ipython
 
         shell = get_ipython()
@@ -155,7 +165,7 @@ def recover_from_oom() -> None:
     """
     import gc
 
-    _clear_uncaught_frames()   # in a function of its own: no local of this one holds an error while collecting
+    _clear_uncaught_frames()  # in a function of its own: no local of this one holds an error while collecting
     gc.collect()
     _empty_accelerator_cache()
 
@@ -174,11 +184,11 @@ def _clear_uncaught_frames() -> None:
             tracebacks.append(error.__traceback__)
         errors.extend(chained for chained in (error.__cause__, error.__context__) if chained is not None)
     for tb in tracebacks:
-        traceback.clear_frames(tb)        # skips frames still running, such as the caller's
+        traceback.clear_frames(tb)  # skips frames still running, such as the caller's
         while tb is not None:
             # Before Python 3.13 a frame's f_locals is a snapshot that clearing leaves behind (IPython's traceback
             # formatter takes one); reading it again after the clear empties it.
-            tb.tb_frame.f_locals
+            tb.tb_frame.f_locals  # noqa: B018 -- the read is what empties it
             tb = tb.tb_next
 
 
@@ -188,7 +198,7 @@ def _same_device(tensor_device: torch.device, wanted: torch.device) -> bool:
         return False
     if wanted.index is None:
         return True
-    return (tensor_device.index if tensor_device.index is not None else 0) == wanted.index   # a CPU tensor says "cpu"
+    return (tensor_device.index if tensor_device.index is not None else 0) == wanted.index  # a CPU tensor says "cpu"
 
 
 class TensorLedger(TorchDispatchMode):
@@ -218,8 +228,9 @@ class TensorLedger(TorchDispatchMode):
         super().__init__()
         probe = torch.empty(1)
         if probe.untyped_storage() is not probe.untyped_storage():
-            raise RuntimeError(f"TensorLedger needs a storage to keep one Python object (torch {torch.__version__} "
-                               "does not)")
+            raise RuntimeError(
+                f"TensorLedger needs a storage to keep one Python object (torch {torch.__version__} does not)"
+            )
         self.device = torch.device(device) if device is not None else None
         self.sample = sample
         self.live_bytes = 0
@@ -227,8 +238,8 @@ class TensorLedger(TorchDispatchMode):
         self.trace: list[int] = []
         self.samples: list[int] = []
         self.marks: list[tuple[int, str]] = []
-        self._sizes: dict[int, int] = {}   # id of a live storage made under the ledger → its bytes
-        self._lock = threading.Lock()      # frees can come from the autograd engine's threads
+        self._sizes: dict[int, int] = {}  # id of a live storage made under the ledger → its bytes
+        self._lock = threading.Lock()  # frees can come from the autograd engine's threads
 
     def _record(self, change: int) -> None:
         with self._lock:
@@ -253,7 +264,7 @@ class TensorLedger(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
-        inputs = None           # the inputs' storages, gathered once an output might be new
+        inputs = None  # the inputs' storages, gathered once an output might be new
         for tensor in tree_leaves(out):
             if not isinstance(tensor, torch.Tensor):
                 continue
@@ -262,11 +273,11 @@ class TensorLedger(TorchDispatchMode):
             storage = tensor.untyped_storage()
             key = id(storage)
             if key in self._sizes or storage.nbytes() == 0:
-                continue        # a storage already counted
+                continue  # a storage already counted
             if inputs is None:
                 inputs = {id(t.untyped_storage()) for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
             if key in inputs:
-                continue        # a view or an in-place result
+                continue  # a view or an in-place result
             self._sizes[key] = storage.nbytes()
             weakref.finalize(storage, self._freed, key)
             self._record(storage.nbytes())

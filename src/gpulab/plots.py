@@ -13,14 +13,30 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
 from .units import format_bytes  # gpulab.plots.format_bytes too: exercise notebooks handed out call it
 
 __all__ = [
-    "DEVICE_COLORS", "bytes_axis", "color_for", "format_bytes", "is_accelerator", "known_curve", "known_level",
-    "legend", "log2_axis", "log_axis", "mark_x", "new_figure", "note", "reference_cpu", "save", "series", "show", "to_png",
+    "DEVICE_COLORS",
+    "bytes_axis",
+    "color_for",
+    "format_bytes",
+    "is_accelerator",
+    "known_curve",
+    "known_level",
+    "legend",
+    "log2_axis",
+    "log_axis",
+    "mark_x",
+    "new_figure",
+    "note",
+    "reference_cpu",
+    "save",
+    "series",
+    "show",
+    "to_png",
 ]
 
 # One colour per device type, the same in every lesson; the reference GPU is drawn dashed.
@@ -99,14 +115,14 @@ def _readable_ticks(vmin: float, vmax: float, base: int, max_ticks: int = 8) -> 
     vmin = vmin if vmin > 0 else vmax / 1e3
     low, high = math.floor(math.log(vmin, base)) - 1, math.ceil(math.log(vmax, base)) + 1
     if base == 2:
-        choices = [[(1,), stride] for stride in range(1, 12)]           # every 2×, 4×, 8× …
+        choices = [[(1,), stride] for stride in range(1, 12)]  # every 2×, 4×, 8× …
     else:
         choices = [[(1,), 1], [(1, 2, 5), 1], [(1, 2, 3, 4, 5, 6, 7, 8, 9), 1]]
     for subs, stride in choices:
         ticks = [s * float(base) ** k for k in range(low, high + 1) if k % stride == 0 for s in subs]
         inside = [t for t in ticks if vmin * (1 - 1e-9) <= t <= vmax * (1 + 1e-9)]
         if base == 2 and len(inside) > max_ticks:
-            continue                                                  # too crowded: a wider stride
+            continue  # too crowded: a wider stride
         if len(inside) >= 3:
             return ticks
     # Less than about a factor of three between the ends: round linear steps read best.
@@ -136,7 +152,7 @@ def _readable_locator(base: int, max_ticks: int):
     return ReadableLogLocator()
 
 
-MINOR_TICK_DECADES = 6      # wider log axes get no minor ticks: too dense to read, and slow to draw
+MINOR_TICK_DECADES = 6  # wider log axes get no minor ticks: too dense to read, and slow to draw
 
 
 def _minor_locator(base: int):
@@ -216,8 +232,9 @@ def legend(figure, fontsize: float = 7) -> None:
 def mark_x(ax, x, label: str) -> None:
     """A dotted vertical line at ``x`` with a label near the top of the axes."""
     ax.axvline(x, color="black", linestyle=":", linewidth=1)
-    ax.annotate(label, xy=(x, 1.0), xycoords=("data", "axes fraction"), xytext=(4, -12),
-                textcoords="offset points", fontsize=8)
+    ax.annotate(
+        label, xy=(x, 1.0), xycoords=("data", "axes fraction"), xytext=(4, -12), textcoords="offset points", fontsize=8
+    )
 
 
 # ---------------------------------------------------------------- measurements and references
@@ -262,8 +279,11 @@ def series(
     label = label or (lambda name: name)
 
     def points(run: dict, values: Iterable[float]):
-        pairs = [(x_value, (derive(x_value, v) if derive else v) * scale)
-                 for x_value, v in zip(run[x], values) if v is not None]
+        pairs = [
+            (x_value, (derive(x_value, v) if derive else v) * scale)
+            for x_value, v in zip(run[x], values)
+            if v is not None
+        ]
         return [p for p in pairs if lo <= p[0] <= hi] if run is not result and not on_reference_cpu else pairs
 
     lo, hi = min(result[x]), max(result[x])
@@ -276,6 +296,7 @@ def series(
         lines += ax.plot(xs, ys, "-", marker="o", markersize=3, color=color, label=label(name), gid=f"yours|{name}")
     if reference is not None:
         from . import reference as records
+
         # A copy's bandwidth depends on the host link as much as on the GPU: name both.
         gpu = records.gpu_label(reference, link=y == "gbps")
         for name, values in reference["result"][y].items():
@@ -290,14 +311,17 @@ def series(
                 # Processes on the reference machine's host (lesson 06's gloo): the backend and whose host it was.
                 cpu = records.host_cpu(reference)
                 cores = f"{cpu['cores']}-core " if cpu.get("cores") else ""
-                text = (f"{label(name)} · {reference['result']['backend']} on the {cores}host of the "
-                        f"{records.gpu_label(reference)} machine (reference)")
+                text = (
+                    f"{label(name)} · {reference['result']['backend']} on the {cores}host of the "
+                    f"{records.gpu_label(reference)} machine (reference)"
+                )
             elif on_reference_cpu:
                 text = f"{label(name)} · {reference_cpu(reference)} (reference)"
             else:
                 text = f"{gpu} (reference)" if by_device else f"{label(name)} · {gpu} (reference)"
-            lines += ax.plot(xs, ys, "--", marker="o", markersize=2, alpha=0.8, color=color, label=text,
-                             gid=f"reference|{name}")
+            lines += ax.plot(
+                xs, ys, "--", marker="o", markersize=2, alpha=0.8, color=color, label=text, gid=f"reference|{name}"
+            )
     return lines
 
 
@@ -311,11 +335,18 @@ def reference_cpu(record: dict) -> str:
 def known_level(ax, value: float, label: str, index: int = 0):
     """A horizontal dotted line for a figure not measured here; ``label`` must say what it is
     (e.g. "PCIe 4.0 ×16, 31.5 GB/s (theoretical)")."""
-    return ax.axhline(value, linestyle=":", linewidth=1.2, color=KNOWN_COLORS[index % len(KNOWN_COLORS)],
-                      label=label, gid=f"known|{label}")
+    return ax.axhline(
+        value,
+        linestyle=":",
+        linewidth=1.2,
+        color=KNOWN_COLORS[index % len(KNOWN_COLORS)],
+        label=label,
+        gid=f"known|{label}",
+    )
 
 
 def known_curve(ax, xs, ys, label: str, index: int = 0):
     """A dotted curve for a figure not measured here (a model, a spec sheet), labelled as such."""
-    return ax.plot(xs, ys, ":", linewidth=1.5, color=KNOWN_COLORS[index % len(KNOWN_COLORS)],
-                   label=label, gid=f"known|{label}")[0]
+    return ax.plot(
+        xs, ys, ":", linewidth=1.5, color=KNOWN_COLORS[index % len(KNOWN_COLORS)], label=label, gid=f"known|{label}"
+    )[0]

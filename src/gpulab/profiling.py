@@ -20,8 +20,18 @@ from pathlib import Path
 
 from . import plots
 
-__all__ = ["TraceEvent", "calls_by_your_code", "draw_timeline", "is_operator", "operators", "ran_on_cpu", "read_trace",
-           "short_name", "show_trace", "sync_count"]
+__all__ = [
+    "TraceEvent",
+    "calls_by_your_code",
+    "draw_timeline",
+    "is_operator",
+    "operators",
+    "ran_on_cpu",
+    "read_trace",
+    "short_name",
+    "show_trace",
+    "sync_count",
+]
 
 # The categories of timed events worth a row: what ran on the CPU (operators, record_function
 # labels, the profiler's step marks, and on CUDA the runtime calls: launches, copies,
@@ -59,7 +69,11 @@ def _row(event: dict, thread_names: dict[tuple, str]) -> str:
     if event["cat"] in DEVICE_CATEGORIES:
         return f"GPU {event.get('pid')} · stream {event.get('tid')}"
     name = thread_names.get((event.get("pid"), event.get("tid")), "")
-    return "CPU · main thread" if event.get("tid") == event.get("pid") or "python" in name else f"CPU · thread {event.get('tid')}"
+    return (
+        "CPU · main thread"
+        if event.get("tid") == event.get("pid") or "python" in name
+        else f"CPU · thread {event.get('tid')}"
+    )
 
 
 def read_trace(trace, max_depth: int = 3) -> list[TraceEvent]:
@@ -85,8 +99,14 @@ def read_trace(trace, max_depth: int = 3) -> list[TraceEvent]:
         raise ValueError(f"{trace} is not a readable Chrome trace: {error}") from None
     raw = data.get("traceEvents", []) if isinstance(data, dict) else data
     thread_names = _row_names([e for e in raw if isinstance(e, dict) and e.get("ph") == "M"])
-    timed = [e for e in raw if isinstance(e, dict) and e.get("ph") == "X" and "dur" in e
-             and e.get("cat") in CPU_CATEGORIES | DEVICE_CATEGORIES]
+    timed = [
+        e
+        for e in raw
+        if isinstance(e, dict)
+        and e.get("ph") == "X"
+        and "dur" in e
+        and e.get("cat") in CPU_CATEGORIES | DEVICE_CATEGORIES
+    ]
     if not timed:
         return []
     origin = min(float(e["ts"]) for e in timed)
@@ -95,7 +115,7 @@ def read_trace(trace, max_depth: int = 3) -> list[TraceEvent]:
         by_row.setdefault(_row(event, thread_names), []).append(event)
     events = []
     for row, row_events in by_row.items():
-        open_until: list[float] = []                 # end times of the calls that enclose the next event
+        open_until: list[float] = []  # end times of the calls that enclose the next event
         for event in sorted(row_events, key=lambda e: (float(e["ts"]), -float(e["dur"]))):
             start, duration = float(event["ts"]) - origin, float(event["dur"])
             while open_until and open_until[-1] <= start:
@@ -175,8 +195,18 @@ def sync_count(events) -> int:
 
 # Labels a lesson gives its regions keep these colours in every timeline; ops get theirs by name.
 REGION_COLORS = {"forward": "#4c72b0", "backward": "#dd8452", "optimizer": "#55a868", "data": "#8172b3"}
-_PALETTE = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c", "#ccb974",
-            "#64b5cd"]
+_PALETTE = [
+    "#4c72b0",
+    "#dd8452",
+    "#55a868",
+    "#c44e52",
+    "#8172b3",
+    "#937860",
+    "#da8bc3",
+    "#8c8c8c",
+    "#ccb974",
+    "#64b5cd",
+]
 
 
 def _color(name: str) -> str:
@@ -206,12 +236,26 @@ def draw_timeline(ax, events, title: str = "", gid: str = "yours|timeline") -> N
     labels = []
     for y, (row, depth) in enumerate(rows):
         bars = by_row[(row, depth)]
-        ax.broken_barh([(e.start_us / 1e3, max(e.duration_us / 1e3, end_ms * 1e-3)) for e in bars], (y - 0.4, 0.8),
-                       facecolors=[_color(e.name) for e in bars], edgecolor="white", linewidth=0.3, gid=gid)
+        ax.broken_barh(
+            [(e.start_us / 1e3, max(e.duration_us / 1e3, end_ms * 1e-3)) for e in bars],
+            (y - 0.4, 0.8),
+            facecolors=[_color(e.name) for e in bars],
+            edgecolor="white",
+            linewidth=0.3,
+            gid=gid,
+        )
         for e in bars:
             if e.duration_us / 1e3 > end_ms * 0.06:
-                ax.text((e.start_us + e.duration_us / 2) / 1e3, y, short_name(e.name)[:18], ha="center", va="center",
-                        fontsize=6, color="white", clip_on=True)
+                ax.text(
+                    (e.start_us + e.duration_us / 2) / 1e3,
+                    y,
+                    short_name(e.name)[:18],
+                    ha="center",
+                    va="center",
+                    fontsize=6,
+                    color="white",
+                    clip_on=True,
+                )
         if all(e.name.startswith("ProfilerStep") for e in bars):
             what = "steps"
         elif all(e.category in {"user_annotation", "gpu_user_annotation"} for e in bars):

@@ -16,7 +16,7 @@ import hashlib
 import html
 import random
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 import ipywidgets as w
 
@@ -108,8 +108,11 @@ class Quiz:
             return None
         right = radio.value == question.answer
         self.correct[number] = right
-        verdict = "<span style='color:#1e7b34'>✓ right.</span>" if right else (
-            "<span style='color:#c0392b'>✗ not quite.</span>")
+        verdict = (
+            "<span style='color:#1e7b34'>✓ right.</span>"
+            if right
+            else ("<span style='color:#c0392b'>✗ not quite.</span>")
+        )
         self.feedback[number].value = f"{verdict} {inline_code(question.explanation)}"
         answered = [c for c in self.correct if c is not None]
         self.score_line.value = f"{sum(answered)} of {len(self.questions)} right so far"

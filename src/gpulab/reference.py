@@ -25,9 +25,29 @@ from typing import Any
 
 from .tables import Table
 
-__all__ = ["KNOWN_GPUS", "KnownGPU", "LAUNCH_MODEL_S", "LINK_MODEL", "NOT_RECORDED", "PCIE_X16_GBPS", "PUBLISHED",
-           "Published", "REQUIRED", "SPEC_PEAK_TFLOPS", "UNITS", "cpu_label", "describe", "gpu_label", "host_cpu", "known_gpu",
-           "known_gpus", "load", "names", "published", "validate"]
+__all__ = [
+    "KNOWN_GPUS",
+    "KnownGPU",
+    "LAUNCH_MODEL_S",
+    "LINK_MODEL",
+    "NOT_RECORDED",
+    "PCIE_X16_GBPS",
+    "PUBLISHED",
+    "Published",
+    "REQUIRED",
+    "SPEC_PEAK_TFLOPS",
+    "UNITS",
+    "cpu_label",
+    "describe",
+    "gpu_label",
+    "host_cpu",
+    "known_gpu",
+    "known_gpus",
+    "load",
+    "names",
+    "published",
+    "validate",
+]
 
 NOT_RECORDED = "no GPU reference recorded yet"
 
@@ -59,12 +79,12 @@ class KnownGPU:
     name: str
     multiprocessors: int
     memory: str
-    memory_gbps: float          # peak memory bandwidth, GB/s
-    float32_tflops: float       # FP32 on the CUDA cores (no TF32, which PyTorch leaves off for matmul)
-    tensor_tflops: float        # 16-bit matrix multiply on the tensor cores
-    tensor_dtypes: tuple        # the 16-bit types they run: float16 only on the T4, bfloat16 too from Ampere on
-    link: str                   # to the host
-    driver_names: tuple = ()    # what torch.cuda.get_device_name says of this variant, without "NVIDIA "
+    memory_gbps: float  # peak memory bandwidth, GB/s
+    float32_tflops: float  # FP32 on the CUDA cores (no TF32, which PyTorch leaves off for matmul)
+    tensor_tflops: float  # 16-bit matrix multiply on the tensor cores
+    tensor_dtypes: tuple  # the 16-bit types they run: float16 only on the T4, bfloat16 too from Ampere on
+    link: str  # to the host
+    driver_names: tuple = ()  # what torch.cuda.get_device_name says of this variant, without "NVIDIA "
 
     @property
     def memory_bytes(self) -> float:
@@ -82,10 +102,20 @@ class KnownGPU:
 # The driver's names are those of these exact variants; older drivers left out "NVIDIA ".
 KNOWN_GPUS = (
     KnownGPU("T4", 40, "16 GB GDDR6", 320, 8.1, 65, ("float16",), "PCIe 3.0 ×16", ("Tesla T4",)),
-    KnownGPU("A100 SXM", 108, "80 GB HBM2e", 2039, 19.5, 312, ("bfloat16", "float16"), "PCIe 4.0 ×16",
-             ("A100-SXM4-80GB", "A100-SXM-80GB")),
-    KnownGPU("H100 SXM", 132, "80 GB HBM3", 3350, 67, 989, ("bfloat16", "float16"), "PCIe 5.0 ×16",
-             ("H100 80GB HBM3",)),
+    KnownGPU(
+        "A100 SXM",
+        108,
+        "80 GB HBM2e",
+        2039,
+        19.5,
+        312,
+        ("bfloat16", "float16"),
+        "PCIe 4.0 ×16",
+        ("A100-SXM4-80GB", "A100-SXM-80GB"),
+    ),
+    KnownGPU(
+        "H100 SXM", 132, "80 GB HBM3", 3350, 67, 989, ("bfloat16", "float16"), "PCIe 5.0 ×16", ("H100 80GB HBM3",)
+    ),
     KnownGPU("H200 SXM", 132, "141 GB HBM3e", 4800, 67, 989, ("bfloat16", "float16"), "PCIe 5.0 ×16", ("H200",)),
 )
 
@@ -99,7 +129,7 @@ def known_gpu(name: str, *, memory_bytes: float | None = None, multiprocessors: 
     None means: show no data sheet, rather than another GPU's.
     """
     name = name.strip().removesuffix(" (simulated)").strip()
-    name = name[len("NVIDIA "):] if name.upper().startswith("NVIDIA ") else name
+    name = name[len("NVIDIA ") :] if name.upper().startswith("NVIDIA ") else name
     for gpu in KNOWN_GPUS:
         if name.casefold() not in (known.casefold() for known in gpu.driver_names):
             continue
@@ -132,17 +162,20 @@ SPEC_PEAK_TFLOPS = {dtype: _spec_peaks(dtype) for dtype in ("float32", "bfloat16
 
 def known_gpus() -> Table:
     """The data-sheet figures of well-known GPUs as a table, with each one's ridge points."""
-    return Table({
-        "GPU": gpu.name,
-        "SMs": gpu.multiprocessors,
-        "memory": gpu.memory,
-        "bandwidth": f"{gpu.memory_gbps:,.0f} GB/s",
-        "FP32": f"{gpu.float32_tflops:g} TFLOP/s",
-        "16-bit tensor cores": f"{gpu.tensor_tflops:g} TFLOP/s ({', '.join(gpu.tensor_dtypes)})",
-        "ridge FP32": f"{gpu.ridge('float32'):.0f} FLOP/B",
-        "ridge 16-bit": f"{gpu.ridge(gpu.tensor_dtypes[0]):.0f} FLOP/B",
-        "link to host": gpu.link,
-    } for gpu in KNOWN_GPUS)
+    return Table(
+        {
+            "GPU": gpu.name,
+            "SMs": gpu.multiprocessors,
+            "memory": gpu.memory,
+            "bandwidth": f"{gpu.memory_gbps:,.0f} GB/s",
+            "FP32": f"{gpu.float32_tflops:g} TFLOP/s",
+            "16-bit tensor cores": f"{gpu.tensor_tflops:g} TFLOP/s ({', '.join(gpu.tensor_dtypes)})",
+            "ridge FP32": f"{gpu.ridge('float32'):.0f} FLOP/B",
+            "ridge 16-bit": f"{gpu.ridge(gpu.tensor_dtypes[0]):.0f} FLOP/B",
+            "link to host": gpu.link,
+        }
+        for gpu in KNOWN_GPUS
+    )
 
 
 # ---------------------------------------------------------------- published measurements
@@ -158,23 +191,23 @@ UNITS = {"TFLOP/s": ("FLOP/s", 1e12), "GFLOP/s": ("FLOP/s", 1e9), "TB/s": ("B/s"
 class Published:
     """A measurement of a real GPU that someone published, and where it was read."""
 
-    key: str                    # unique, for drawing and testing
-    value: float                # as published
-    unit: str                   # as published, one of UNITS
-    caption: str                # what was measured, in a few words for a legend
-    measured: str               # what exactly was measured, and how
-    gpu: str                    # the GPU and its variant: "H100 SXM 80GB", "T4 PCIe 16GB"
-    link: str                   # to the host or between GPUs, and whether the source states it
-    software: str               # as published, or "not stated"
-    source: str                 # the publication, or repository and path at a commit
+    key: str  # unique, for drawing and testing
+    value: float  # as published
+    unit: str  # as published, one of UNITS
+    caption: str  # what was measured, in a few words for a legend
+    measured: str  # what exactly was measured, and how
+    gpu: str  # the GPU and its variant: "H100 SXM 80GB", "T4 PCIe 16GB"
+    link: str  # to the host or between GPUs, and whether the source states it
+    software: str  # as published, or "not stated"
+    source: str  # the publication, or repository and path at a commit
     url: str
-    quote: str                  # the row or sentence the value was read in
-    short: str                  # the source in a few words, for a legend
-    dtype: str | None = None    # for matrix multiplies: "float32", "tf32", "bfloat16", "float16"
-    direction: str | None = None   # for host↔device copies: "host→device" or "device→host"
-    memory: str | None = None   # for host↔device copies: "pinned" or "pageable" host memory
-    nbytes: int | None = None   # the one size it was measured at, in bytes, where a figure's x axis is bytes:
-                                # drawn as a marker there, not as a line across every size
+    quote: str  # the row or sentence the value was read in
+    short: str  # the source in a few words, for a legend
+    dtype: str | None = None  # for matrix multiplies: "float32", "tf32", "bfloat16", "float16"
+    direction: str | None = None  # for host↔device copies: "host→device" or "device→host"
+    memory: str | None = None  # for host↔device copies: "pinned" or "pageable" host memory
+    nbytes: int | None = None  # the one size it was measured at, in bytes, where a figure's x axis is bytes:
+    # drawn as a marker there, not as a line across every size
 
     def value_in(self, unit: str) -> float:
         """The value in ``unit`` (GFLOP/s for a TFLOP/s figure, say); ValueError for another quantity."""
@@ -194,131 +227,249 @@ class Published:
 
 
 _ZZC = dict(
-    gpu="H100 SXM 80GB", short="zzc0721/torch-performance-test-data#79",
+    gpu="H100 SXM 80GB",
+    short="zzc0721/torch-performance-test-data#79",
     link="SXM5 module: PCIe 5.0 ×16 to the host, NVLink 4 (the data sheet's; the issue names neither; "
-         "the driver name it reports, NVIDIA H100 80GB HBM3, is the SXM5 module's)",
-    software="PyTorch 2.7.0+cu128, Python 3.11 (\"Python 3.11 + PyTorch2.7.0+cu128\"); driver not stated",
-    source="GitHub issue zzc0721/torch-performance-test-data#79, \"新增性能数据：NVIDIA H100 80GB HBM3\" "
-           "(HaxxorCialtion, 2025-10-18)",
-    url="https://github.com/zzc0721/torch-performance-test-data/issues/79")
-_ZZC_HOW = ("n×n torch.mm timed by wall clock over 30 calls after 6 warm-up calls (as the repository's README gives them), "
-            "n = 1024, 2048, 4096, 8192, 10240; the best n")
+    "the driver name it reports, NVIDIA H100 80GB HBM3, is the SXM5 module's)",
+    software='PyTorch 2.7.0+cu128, Python 3.11 ("Python 3.11 + PyTorch2.7.0+cu128"); driver not stated',
+    source='GitHub issue zzc0721/torch-performance-test-data#79, "新增性能数据：NVIDIA H100 80GB HBM3" '
+    "(HaxxorCialtion, 2025-10-18)",
+    url="https://github.com/zzc0721/torch-performance-test-data/issues/79",
+)
+_ZZC_HOW = (
+    "n×n torch.mm timed by wall clock over 30 calls after 6 warm-up calls (as the repository's README gives them), "
+    "n = 1024, 2048, 4096, 8192, 10240; the best n"
+)
 
 _MAMF = dict(
-    short="stas00/ml-engineering", unit="TFLOP/s", dtype="bfloat16",
-    source="stas00/ml-engineering, compute/accelerator/README.md, \"Maximum Achievable Matmul FLOPS comparison "
-           "table\" (BF16), at commit b9e29720eebd4aa946fa9678975385efbc90a777",
+    short="stas00/ml-engineering",
+    unit="TFLOP/s",
+    dtype="bfloat16",
+    source='stas00/ml-engineering, compute/accelerator/README.md, "Maximum Achievable Matmul FLOPS comparison '
+    'table" (BF16), at commit b9e29720eebd4aa946fa9678975385efbc90a777',
     url="https://github.com/stas00/ml-engineering/blob/b9e29720eebd4aa946fa9678975385efbc90a777/"
-        "compute/accelerator/README.md#maximum-achievable-matmul-flops-comparison-table")
+    "compute/accelerator/README.md#maximum-achievable-matmul-flops-comparison-table",
+)
 
 _COPY = dict(
-    short="chsasank/device-benchmarks", unit="GB/s", caption="device memory copy",
+    short="chsasank/device-benchmarks",
+    unit="GB/s",
+    caption="device memory copy",
     measured="a.copy_(b) of float32 tensors of 2^20 to 2^26.5 elements (4 MB to 380 MB) in PyTorch, counted as "
-             "bytes read plus bytes written (2 × bytes copied) per second (benchmark.py, as read at commit 89a1dae); "
-             "the README's summary figure",
+    "bytes read plus bytes written (2 × bytes copied) per second (benchmark.py, as read at commit 89a1dae); "
+    "the README's summary figure",
     software="PyTorch, version not stated",
-    source="chsasank/device-benchmarks, README.md, \"Matrix Multiplication FLOPS and BW\" table, at commit "
-           "06f4d7e25fda0cf2b097f0567f71a4ad0df7cde6",
-    url="https://github.com/chsasank/device-benchmarks/blob/06f4d7e25fda0cf2b097f0567f71a4ad0df7cde6/README.md")
+    source='chsasank/device-benchmarks, README.md, "Matrix Multiplication FLOPS and BW" table, at commit '
+    "06f4d7e25fda0cf2b097f0567f71a4ad0df7cde6",
+    url="https://github.com/chsasank/device-benchmarks/blob/06f4d7e25fda0cf2b097f0567f71a4ad0df7cde6/README.md",
+)
 
 _ALLREDUCE = dict(
-    gpu="H200 SXM 141GB ×8", short="stas00/ml-engineering", unit="GB/s",
+    gpu="H200 SXM 141GB ×8",
+    short="stas00/ml-engineering",
+    unit="GB/s",
     link="NVLink 4 through NVSwitch, all pairs NV18 (as the source states)",
     software="torch 2.9.1+cu130, CUDA 13.0, NCCL 2.27.7",
     source="stas00/ml-engineering, network/benchmarks/results/all-reduce-8xH200.md (all_reduce_bench.py), at commit "
-           "c53741b8b7dcc17b152757f104398c6dd6f231b3",
+    "c53741b8b7dcc17b152757f104398c6dd6f231b3",
     url="https://github.com/stas00/ml-engineering/blob/c53741b8b7dcc17b152757f104398c6dd6f231b3/"
-        "network/benchmarks/results/all-reduce-8xH200.md")
+    "network/benchmarks/results/all-reduce-8xH200.md",
+)
 
 _BLOG = dict(
-    gpu="NVS 4200M notebook", short="NVIDIA blog", unit="GB/s",
-    link="PCIe 2.0 ×16 (\"PCI-e Gen2 x16\", as the post states), host CPU Intel Core i7-2620M",
+    gpu="NVS 4200M notebook",
+    short="NVIDIA blog",
+    unit="GB/s",
+    link='PCIe 2.0 ×16 ("PCI-e Gen2 x16", as the post states), host CPU Intel Core i7-2620M',
     software="the post's bandwidthtest.cu; CUDA version not stated",
-    source="\"How to Optimize Data Transfers in CUDA C/C++\", NVIDIA Technical Blog (CUDA C/C++ series)",
-    url="https://developer.nvidia.com/blog/how-optimize-data-transfers-cuda-cc/")
+    source='"How to Optimize Data Transfers in CUDA C/C++", NVIDIA Technical Blog (CUDA C/C++ series)',
+    url="https://developer.nvidia.com/blog/how-optimize-data-transfers-cuda-cc/",
+)
 
 _BANDWIDTHTEST = dict(
-    gpu="T4 PCIe 16GB", short="router-gao/cuda-demo", unit="GB/s", memory="pinned",
+    gpu="T4 PCIe 16GB",
+    short="router-gao/cuda-demo",
+    unit="GB/s",
+    memory="pinned",
     link="PCIe 3.0 ×16 card (the T4's data sheet; the output does not state the host's link)",
     software="CUDA samples bandwidthTest, quick mode; CUDA version not stated",
     source="router-gao/cuda-demo, cuda-samples/02-cuda-bandwidth.md (bandwidthTest output), at commit "
-           "8e2367b498052bd7810c4d1b72f03300c732f9a1",
+    "8e2367b498052bd7810c4d1b72f03300c732f9a1",
     url="https://github.com/router-gao/cuda-demo/blob/8e2367b498052bd7810c4d1b72f03300c732f9a1/"
-        "cuda-samples/02-cuda-bandwidth.md")
+    "cuda-samples/02-cuda-bandwidth.md",
+)
 
 PUBLISHED = (
     # Matrix multiply by dtype: one H100 SXM, one run of square n×n multiplies, as the lessons time them.
-    Published("zzc-h100-sxm-float32", 51.88, "TFLOP/s", "float32 n×n matmul",
-              "float32 ('FP32', listed apart from 'TF32') " + _ZZC_HOW + ": 4096", quote="FP32: … 4096x4096: 51.88 TFLOPS",
-              dtype="float32", **_ZZC),
-    Published("zzc-h100-sxm-tf32", 402.15, "TFLOP/s", "TF32 n×n matmul",
-              "float32 inputs with TF32 ('TF32') " + _ZZC_HOW + ": 4096", quote="TF32: … 4096x4096: 402.15 TFLOPS",
-              dtype="tf32", **_ZZC),
-    Published("zzc-h100-sxm-float16", 760.04, "TFLOP/s", "float16 n×n matmul",
-              "float16 ('FP16') " + _ZZC_HOW + ": 4096", quote="FP16: … 4096x4096: 760.04 TFLOPS",
-              dtype="float16", **_ZZC),
-    Published("zzc-h100-sxm-bfloat16", 797.51, "TFLOP/s", "bfloat16 n×n matmul",
-              "bfloat16 ('BF16') " + _ZZC_HOW + ": 8192", quote="BF16: … 8192x8192: 797.51 TFLOPS",
-              dtype="bfloat16", **_ZZC),
+    Published(
+        "zzc-h100-sxm-float32",
+        51.88,
+        "TFLOP/s",
+        "float32 n×n matmul",
+        "float32 ('FP32', listed apart from 'TF32') " + _ZZC_HOW + ": 4096",
+        quote="FP32: … 4096x4096: 51.88 TFLOPS",
+        dtype="float32",
+        **_ZZC,
+    ),
+    Published(
+        "zzc-h100-sxm-tf32",
+        402.15,
+        "TFLOP/s",
+        "TF32 n×n matmul",
+        "float32 inputs with TF32 ('TF32') " + _ZZC_HOW + ": 4096",
+        quote="TF32: … 4096x4096: 402.15 TFLOPS",
+        dtype="tf32",
+        **_ZZC,
+    ),
+    Published(
+        "zzc-h100-sxm-float16",
+        760.04,
+        "TFLOP/s",
+        "float16 n×n matmul",
+        "float16 ('FP16') " + _ZZC_HOW + ": 4096",
+        quote="FP16: … 4096x4096: 760.04 TFLOPS",
+        dtype="float16",
+        **_ZZC,
+    ),
+    Published(
+        "zzc-h100-sxm-bfloat16",
+        797.51,
+        "TFLOP/s",
+        "bfloat16 n×n matmul",
+        "bfloat16 ('BF16') " + _ZZC_HOW + ": 8192",
+        quote="BF16: … 8192x8192: 797.51 TFLOPS",
+        dtype="bfloat16",
+        **_ZZC,
+    ),
     # The most a matmul of any shape reached: the flat part of a measured roof.
-    Published("mamf-h100-sxm-bfloat16", 794.5, caption="bfloat16 matmul, best shape found",
-              measured="bfloat16 torch matmul, the best shape mamf-finder.py found (M×N×K = 2048×2048×13312), "
-                       "mean of 100 iterations after 50 warm-up iterations",
-              gpu="H100 SXM", link="SXM5 module: PCIe 5.0 ×16 to the host, NVLink 4 (the data sheet's; the table "
-                                   "names neither, nor the memory size)",
-              software="torch 2.7.0+cu126",
-              quote="| NVIDIA H100 SXM  |  794.5 |    989 |      80.3% |   2048x2048x13312 | 2.7.0+cu126     |",
-              **_MAMF),
-    Published("mamf-a100-sxm-bfloat16", 271.2, caption="bfloat16 matmul, best shape found",
-              measured="bfloat16 torch matmul, the best shape mamf-finder.py found (M×N×K = 1024×10240×5120), "
-                       "mean of 100 iterations after 50 warm-up iterations",
-              gpu="A100 SXM", link="SXM4 module: PCIe 4.0 ×16 to the host, NVLink 3 (the data sheet's; the table "
-                                   "names neither, nor the memory size)",
-              software="torch 2.6.0+cu126",
-              quote="| NVIDIA A100 SXM  |  271.2 |    312 |      86.9% |   1024x10240x5120 | 2.6.0+cu126     |",
-              **_MAMF),
+    Published(
+        "mamf-h100-sxm-bfloat16",
+        794.5,
+        caption="bfloat16 matmul, best shape found",
+        measured="bfloat16 torch matmul, the best shape mamf-finder.py found (M×N×K = 2048×2048×13312), "
+        "mean of 100 iterations after 50 warm-up iterations",
+        gpu="H100 SXM",
+        link="SXM5 module: PCIe 5.0 ×16 to the host, NVLink 4 (the data sheet's; the table "
+        "names neither, nor the memory size)",
+        software="torch 2.7.0+cu126",
+        quote="| NVIDIA H100 SXM  |  794.5 |    989 |      80.3% |   2048x2048x13312 | 2.7.0+cu126     |",
+        **_MAMF,
+    ),
+    Published(
+        "mamf-a100-sxm-bfloat16",
+        271.2,
+        caption="bfloat16 matmul, best shape found",
+        measured="bfloat16 torch matmul, the best shape mamf-finder.py found (M×N×K = 1024×10240×5120), "
+        "mean of 100 iterations after 50 warm-up iterations",
+        gpu="A100 SXM",
+        link="SXM4 module: PCIe 4.0 ×16 to the host, NVLink 3 (the data sheet's; the table "
+        "names neither, nor the memory size)",
+        software="torch 2.6.0+cu126",
+        quote="| NVIDIA A100 SXM  |  271.2 |    312 |      86.9% |   1024x10240x5120 | 2.6.0+cu126     |",
+        **_MAMF,
+    ),
     # Copies within device memory, bytes read plus written.
-    Published("copy-h100-pcie", 1630, gpu="H100 PCIe 80GB",
-              link="PCIe 5.0 ×16 card (the data sheet's; the table does not state it)",
-              quote="| Nvidia H100-PCIe 80GB | GPU | 38 | 435 | 449 | NA  | 1630 |", **_COPY),
-    Published("copy-t4-pcie", 240, gpu="T4 PCIe 16GB",
-              link="PCIe 3.0 ×16 card (the data sheet's; the table does not state it)",
-              quote="| Nvidia T4 | GPU | 4 |  | 2.25 | NA | 240 |", **_COPY),
+    Published(
+        "copy-h100-pcie",
+        1630,
+        gpu="H100 PCIe 80GB",
+        link="PCIe 5.0 ×16 card (the data sheet's; the table does not state it)",
+        quote="| Nvidia H100-PCIe 80GB | GPU | 38 | 435 | 449 | NA  | 1630 |",
+        **_COPY,
+    ),
+    Published(
+        "copy-t4-pcie",
+        240,
+        gpu="T4 PCIe 16GB",
+        link="PCIe 3.0 ×16 card (the data sheet's; the table does not state it)",
+        quote="| Nvidia T4 | GPU | 4 |  | 2.25 | NA | 240 |",
+        **_COPY,
+    ),
     # All-reduce bus bandwidth over NVLink, two message sizes.
-    Published("allreduce-8xh200-16mib", 219.89, caption="all_reduce bus bandwidth, 16 MiB messages",
-              measured="all_reduce bus bandwidth, S/t · 2(n − 1)/n with n = 8 GPUs in one node, 16 MiB float32 "
-                       "messages, mean of 20 trials after 5 warm-ups; NCCL chose NVLS from 2 MiB up",
-              quote="|   16MiB | 219.89GBps | 125.65GBps |", **_ALLREDUCE),
-    Published("allreduce-8xh200-16gib", 482.26, caption="all_reduce bus bandwidth, 16 GiB messages",
-              measured="all_reduce bus bandwidth, S/t · 2(n − 1)/n with n = 8 GPUs in one node, 16 GiB float32 "
-                       "messages, mean of 20 trials after 5 warm-ups; NCCL's NVLS reduces inside the NVSwitch, "
-                       "so the figure passes NVLink 4's 450 GB/s",
-              quote="|   16GiB | 482.26GBps | 275.58GBps |", **_ALLREDUCE),
+    Published(
+        "allreduce-8xh200-16mib",
+        219.89,
+        caption="all_reduce bus bandwidth, 16 MiB messages",
+        measured="all_reduce bus bandwidth, S/t · 2(n − 1)/n with n = 8 GPUs in one node, 16 MiB float32 "
+        "messages, mean of 20 trials after 5 warm-ups; NCCL chose NVLS from 2 MiB up",
+        quote="|   16MiB | 219.89GBps | 125.65GBps |",
+        **_ALLREDUCE,
+    ),
+    Published(
+        "allreduce-8xh200-16gib",
+        482.26,
+        caption="all_reduce bus bandwidth, 16 GiB messages",
+        measured="all_reduce bus bandwidth, S/t · 2(n − 1)/n with n = 8 GPUs in one node, 16 GiB float32 "
+        "messages, mean of 20 trials after 5 warm-ups; NCCL's NVLS reduces inside the NVSwitch, "
+        "so the figure passes NVLink 4's 450 GB/s",
+        quote="|   16GiB | 482.26GBps | 275.58GBps |",
+        **_ALLREDUCE,
+    ),
     # Host↔device copies: pageable against pinned on one machine, and pinned on a T4.
-    Published("blog-nvs4200m-h2d-pageable", 2.308439, caption="pageable host→device, 16 MB",
-              measured="a 16 MB copy from pageable host memory to the device",
-              quote="Pageable transfers / Host to Device bandwidth (GB/s): 2.308439", nbytes=2**24,
-              direction="host→device", memory="pageable", **_BLOG),
-    Published("blog-nvs4200m-h2d-pinned", 5.774224, caption="pinned host→device, 16 MB",
-              measured="a 16 MB copy from pinned host memory to the device",
-              quote="Pinned transfers / Host to Device bandwidth (GB/s): 5.774224", nbytes=2**24,
-              direction="host→device", memory="pinned", **_BLOG),
-    Published("blog-nvs4200m-d2h-pageable", 2.316220, caption="pageable device→host, 16 MB",
-              measured="a 16 MB copy from the device to pageable host memory",
-              quote="Pageable transfers / Device to Host bandwidth (GB/s): 2.316220", nbytes=2**24,
-              direction="device→host", memory="pageable", **_BLOG),
-    Published("blog-nvs4200m-d2h-pinned", 5.958834, caption="pinned device→host, 16 MB",
-              measured="a 16 MB copy from the device to pinned host memory",
-              quote="Pinned transfers / Device to Host bandwidth (GB/s): 5.958834", nbytes=2**24,
-              direction="device→host", memory="pinned", **_BLOG),
-    Published("bandwidthtest-t4-h2d-pinned", 9.7, caption="pinned host→device, 32 MB",
-              measured="CUDA samples bandwidthTest: copies of 32,000,000 bytes from pinned host memory to the device",
-              quote="Host to Device Bandwidth … PINNED Memory Transfers … 32000000  9.7", nbytes=32_000_000,
-              direction="host→device", **_BANDWIDTHTEST),
-    Published("bandwidthtest-t4-d2h-pinned", 11.1, caption="pinned device→host, 32 MB",
-              measured="CUDA samples bandwidthTest: copies of 32,000,000 bytes from the device to pinned host memory",
-              quote="Device to Host Bandwidth … PINNED Memory Transfers … 32000000  11.1", nbytes=32_000_000,
-              direction="device→host", **_BANDWIDTHTEST),
+    Published(
+        "blog-nvs4200m-h2d-pageable",
+        2.308439,
+        caption="pageable host→device, 16 MB",
+        measured="a 16 MB copy from pageable host memory to the device",
+        quote="Pageable transfers / Host to Device bandwidth (GB/s): 2.308439",
+        nbytes=2**24,
+        direction="host→device",
+        memory="pageable",
+        **_BLOG,
+    ),
+    Published(
+        "blog-nvs4200m-h2d-pinned",
+        5.774224,
+        caption="pinned host→device, 16 MB",
+        measured="a 16 MB copy from pinned host memory to the device",
+        quote="Pinned transfers / Host to Device bandwidth (GB/s): 5.774224",
+        nbytes=2**24,
+        direction="host→device",
+        memory="pinned",
+        **_BLOG,
+    ),
+    Published(
+        "blog-nvs4200m-d2h-pageable",
+        2.316220,
+        caption="pageable device→host, 16 MB",
+        measured="a 16 MB copy from the device to pageable host memory",
+        quote="Pageable transfers / Device to Host bandwidth (GB/s): 2.316220",
+        nbytes=2**24,
+        direction="device→host",
+        memory="pageable",
+        **_BLOG,
+    ),
+    Published(
+        "blog-nvs4200m-d2h-pinned",
+        5.958834,
+        caption="pinned device→host, 16 MB",
+        measured="a 16 MB copy from the device to pinned host memory",
+        quote="Pinned transfers / Device to Host bandwidth (GB/s): 5.958834",
+        nbytes=2**24,
+        direction="device→host",
+        memory="pinned",
+        **_BLOG,
+    ),
+    Published(
+        "bandwidthtest-t4-h2d-pinned",
+        9.7,
+        caption="pinned host→device, 32 MB",
+        measured="CUDA samples bandwidthTest: copies of 32,000,000 bytes from pinned host memory to the device",
+        quote="Host to Device Bandwidth … PINNED Memory Transfers … 32000000  9.7",
+        nbytes=32_000_000,
+        direction="host→device",
+        **_BANDWIDTHTEST,
+    ),
+    Published(
+        "bandwidthtest-t4-d2h-pinned",
+        11.1,
+        caption="pinned device→host, 32 MB",
+        measured="CUDA samples bandwidthTest: copies of 32,000,000 bytes from the device to pinned host memory",
+        quote="Device to Host Bandwidth … PINNED Memory Transfers … 32000000  11.1",
+        nbytes=32_000_000,
+        direction="device→host",
+        **_BANDWIDTHTEST,
+    ),
 )
 
 
@@ -333,9 +484,13 @@ def published(keys: Iterable[str], *, dtype: str | None = None, direction: str |
     unknown = keys - {entry.key for entry in PUBLISHED}
     if unknown:
         raise ValueError(f"no published measurement has the key {', '.join(map(repr, sorted(unknown)))}")
-    return tuple(entry for entry in PUBLISHED if entry.key in keys
-                 and (dtype is None or entry.dtype == dtype)
-                 and (direction is None or entry.direction == direction))
+    return tuple(
+        entry
+        for entry in PUBLISHED
+        if entry.key in keys
+        and (dtype is None or entry.dtype == dtype)
+        and (direction is None or entry.direction == direction)
+    )
 
 
 def _folder():
@@ -393,8 +548,11 @@ def gpu_label(record: dict[str, Any], *, link: bool = False) -> str:
 
 def _known_gpu_of(record: dict[str, Any]) -> KnownGPU | None:
     device = record["device"]
-    return known_gpu(device.get("name", ""), memory_bytes=device.get("total_memory_bytes"),
-                     multiprocessors=device.get("multiprocessors"))
+    return known_gpu(
+        device.get("name", ""),
+        memory_bytes=device.get("total_memory_bytes"),
+        multiprocessors=device.get("multiprocessors"),
+    )
 
 
 def host_cpu(record: dict[str, Any]) -> dict[str, Any]:

@@ -13,15 +13,24 @@ import dataclasses
 import math
 import statistics
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
 from .devices import best_device, synchronize
 from .units import format_seconds  # gpulab.timing.format_seconds too, as before
 
-__all__ = ["Timing", "copy_gbps", "crossover", "expected_seconds", "format_seconds", "fresh_memory_gbps", "matmul_gflops",
-           "matmul_n_for", "time_fn"]
+__all__ = [
+    "Timing",
+    "copy_gbps",
+    "crossover",
+    "expected_seconds",
+    "format_seconds",
+    "fresh_memory_gbps",
+    "matmul_gflops",
+    "matmul_n_for",
+    "time_fn",
+]
 
 MODES = ("device", "wall")
 
@@ -152,8 +161,14 @@ def matmul_gflops(device: torch.device | str, dtype: torch.dtype | str = torch.f
     return _RATES[key]
 
 
-def matmul_n_for(seconds: float, device: torch.device | str, dtype: torch.dtype = torch.float32, *,
-                 step: int = 256, largest: int = 8192) -> int:
+def matmul_n_for(
+    seconds: float,
+    device: torch.device | str,
+    dtype: torch.dtype = torch.float32,
+    *,
+    step: int = 256,
+    largest: int = 8192,
+) -> int:
     """The largest n (a multiple of ``step``, at most ``largest``) whose n×n matmul takes about
     ``seconds`` on ``device``, by :func:`matmul_gflops`; at least ``step``, and small enough that
     three such matrices fit in half the free memory.
@@ -180,8 +195,9 @@ def copy_gbps(source: torch.device | str, destination: torch.device | str, nbyte
         src = torch.empty(nbytes, dtype=torch.uint8, device=source)
         dst = torch.empty(nbytes, dtype=torch.uint8, device=destination)
         device = destination if destination.type != "cpu" else source
-        _RATES[key] = time_fn(lambda: dst.copy_(src), device=device, mode="wall", bytes_moved=nbytes,
-                              budget_s=0.02, min_samples=3).gbps
+        _RATES[key] = time_fn(
+            lambda: dst.copy_(src), device=device, mode="wall", bytes_moved=nbytes, budget_s=0.02, min_samples=3
+        ).gbps
     return _RATES[key]
 
 
@@ -193,8 +209,15 @@ def fresh_memory_gbps(nbytes: int = 64 * 2**20) -> float:
     """
     key = ("fresh", nbytes)
     if key not in _RATES:
-        _RATES[key] = time_fn(lambda: torch.ones(nbytes, dtype=torch.uint8), device="cpu", mode="wall",
-                              bytes_moved=nbytes, budget_s=0.02, min_samples=3, warmup=1).gbps
+        _RATES[key] = time_fn(
+            lambda: torch.ones(nbytes, dtype=torch.uint8),
+            device="cpu",
+            mode="wall",
+            bytes_moved=nbytes,
+            budget_s=0.02,
+            min_samples=3,
+            warmup=1,
+        ).gbps
     return _RATES[key]
 
 

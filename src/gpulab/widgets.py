@@ -25,14 +25,24 @@ import html
 import os
 import time
 import traceback
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import ipywidgets as w
 
 from . import plots, units
 
-__all__ = ["Panel", "bytes_slider", "checkbox", "choice_slider", "default_limit_s", "dropdown", "int_slider", "log2_slider",
-           "powers_of_two"]
+__all__ = [
+    "Panel",
+    "bytes_slider",
+    "checkbox",
+    "choice_slider",
+    "default_limit_s",
+    "dropdown",
+    "int_slider",
+    "log2_slider",
+    "powers_of_two",
+]
 
 _STYLE = {"description_width": "initial"}
 
@@ -66,8 +76,12 @@ def log2_slider(description: str, low: int, high: int, value: int, cap: int | No
     options = powers_of_two(low, high)
     value = max(v for v in options if v <= max(value, options[0]))
     return w.SelectionSlider(
-        description=description, options=options, value=value, style=_STYLE,
-        layout=w.Layout(width="420px"), continuous_update=False,
+        description=description,
+        options=options,
+        value=value,
+        style=_STYLE,
+        layout=w.Layout(width="420px"),
+        continuous_update=False,
     )
 
 
@@ -82,8 +96,12 @@ def bytes_slider(description: str, low: int, high: int, value: int, cap: int | N
     sizes = powers_of_two(low, high)
     value = max(v for v in sizes if v <= max(value, sizes[0]))
     return w.SelectionSlider(
-        description=description, options=[(units.format_bytes(v), v) for v in sizes], value=value,
-        style=_STYLE, layout=w.Layout(width="420px"), continuous_update=False,
+        description=description,
+        options=[(units.format_bytes(v), v) for v in sizes],
+        value=value,
+        style=_STYLE,
+        layout=w.Layout(width="420px"),
+        continuous_update=False,
     )
 
 
@@ -92,8 +110,14 @@ def int_slider(description: str, low: int, high: int, value: int, step: int = 1,
     if cap is not None:
         high = max(low, min(high, cap))
     return w.IntSlider(
-        description=description, min=low, max=high, step=step, value=min(max(value, low), high),
-        style=_STYLE, layout=w.Layout(width="420px"), continuous_update=False,
+        description=description,
+        min=low,
+        max=high,
+        step=step,
+        value=min(max(value, low), high),
+        style=_STYLE,
+        layout=w.Layout(width="420px"),
+        continuous_update=False,
     )
 
 
@@ -106,8 +130,14 @@ def choice_slider(description: str, options, value) -> w.SelectionSlider:
     options = list(options)
     if value not in options:
         raise ValueError(f"{value!r} is not one of the options {options}")
-    return w.SelectionSlider(description=description, options=options, value=value, style=_STYLE,
-                             layout=w.Layout(width="420px"), continuous_update=False)
+    return w.SelectionSlider(
+        description=description,
+        options=options,
+        value=value,
+        style=_STYLE,
+        layout=w.Layout(width="420px"),
+        continuous_update=False,
+    )
 
 
 def dropdown(description: str, options, value=None) -> w.Dropdown:
@@ -164,7 +194,7 @@ def _release_memory() -> None:
         torch.mps.empty_cache()
 
 
-LIMIT_S = 15.0    # what a room waits for after a slider moves
+LIMIT_S = 15.0  # what a room waits for after a slider moves
 
 
 def default_limit_s() -> float:
@@ -224,15 +254,17 @@ class Panel:
         self.summary = summary
         registered = getattr(plot, "panel_name", None)
         if name is not None and registered is not None and name != registered:
-            raise ValueError(f"{getattr(plot, '__name__', 'the plot')} draws the panel {registered!r}, "
-                             f"not {name!r}: leave name out, and the panel takes its figure's")
+            raise ValueError(
+                f"{getattr(plot, '__name__', 'the plot')} draws the panel {registered!r}, "
+                f"not {name!r}: leave name out, and the panel takes its figure's"
+            )
         self.name = name if name is not None else registered
         self.figsize = figsize
         self.result: Any = None
         self.error: BaseException | None = None
         self.runs = 0
-        self.elapsed_s: float | None = None        # the whole run: the experiment, its plot and its summary
-        self.experiment_s: float | None = None     # the experiment alone: what estimate_s predicts
+        self.elapsed_s: float | None = None  # the whole run: the experiment, its plot and its summary
+        self.experiment_s: float | None = None  # the experiment alone: what estimate_s predicts
         self._running = False
         self._shown = False
 
@@ -244,7 +276,8 @@ class Panel:
         header = [w.HTML(value=f"<b>{html.escape(title)}</b>")] if title else []
         self.hint = w.HTML(value="")
         self.widget = w.VBox(
-            header + list(self.controls.values())
+            header
+            + list(self.controls.values())
             + [self.hint, w.HBox([self.button, self.progress]), self.status, self.output]
         )
 
@@ -253,8 +286,11 @@ class Panel:
         self.estimate_s = estimate_s
         self.limit_s = limit_s if limit_s is not None else default_limit_s()
         self.hidden: dict[str, list] = {}
-        self._all_options = {name: list(control.options) for name, control in self.controls.items()
-                             if isinstance(control, w.SelectionSlider)}
+        self._all_options = {
+            name: list(control.options)
+            for name, control in self.controls.items()
+            if isinstance(control, w.SelectionSlider)
+        }
         self._capping = False
         if estimate_s is not None:
             for control in self.controls.values():
@@ -278,7 +314,7 @@ class Panel:
                     if self.estimate_s(**{**values, name: _option_value(option)}) > self.limit_s:
                         break
                     allowed.append(option)
-                self.hidden[name] = [_option_value(o) for o in options[len(allowed):]]
+                self.hidden[name] = [_option_value(o) for o in options[len(allowed) :]]
                 if list(control.options) != allowed:
                     wanted = control.value
                     allowed_values = [_option_value(o) for o in allowed]
@@ -289,7 +325,10 @@ class Panel:
                     notes.append(f"{control.description} above {largest}")
             self.hint.value = (
                 f"<span style='color:#555555;font-size:90%'>{html.escape(' and '.join(notes))} hidden: "
-                f"it would take over {self.limit_s:g} s on this machine</span>" if notes else "")
+                f"it would take over {self.limit_s:g} s on this machine</span>"
+                if notes
+                else ""
+            )
         finally:
             self._capping = False
 
@@ -355,7 +394,9 @@ class Panel:
                 _release_memory()
             self.progress.bar_style = "danger"
             hint = " — out of memory: choose a smaller size and run again" if out_of_memory else ""
-            self._set_status(f"✗ {type(failure).__name__}: {str(failure).splitlines()[0] if str(failure) else ''}{hint}", "#c0392b")
+            self._set_status(
+                f"✗ {type(failure).__name__}: {str(failure).splitlines()[0] if str(failure) else ''}{hint}", "#c0392b"
+            )
             self._show_text(text)
             return None
         self.result, self.error = result, None

@@ -56,13 +56,20 @@ def cases_of(stem: str):
     for exercise, answers in module.WRONG.items():
         enforcing = enforcers(stem).get(exercise, {})
         cases.setdefault(exercise, []).extend(
-            ("wrong", name, source.strip(), set().union(*(enforcing.get(c, {f"(no check enforces {c!r})"})
-                                                          for c in broken_constraints(breaks))), under_load)
-            for name, source, breaks, under_load in answers)
+            (
+                "wrong",
+                name,
+                source.strip(),
+                set().union(*(enforcing.get(c, {f"(no check enforces {c!r})"}) for c in broken_constraints(breaks))),
+                under_load,
+            )
+            for name, source, breaks, under_load in answers
+        )
     every_check = {exercise: set(task["checks"]) for exercise, task in tasks(stem).items()}
     for exercise, source in solution_answers(stem).items():
         cases.setdefault(exercise, []).extend(
-            ("idle", name, idle_source, every_check[exercise], False) for name, idle_source in idle.answers(source))
+            ("idle", name, idle_source, every_check[exercise], False) for name, idle_source in idle.answers(source)
+        )
     return cases
 
 
@@ -81,12 +88,16 @@ def tasks(stem: str) -> dict[str, dict]:
         if cell["cell_type"] == "markdown":
             text.append(course.cell_source(cell))
         elif "answer" in role:
-            found[role["answer"]] = {"task": "\n".join(text), "constraints": dict(role.get("constraints", {})),
-                                     "checks": {}}
+            found[role["answer"]] = {
+                "task": "\n".join(text),
+                "constraints": dict(role.get("constraints", {})),
+                "checks": {},
+            }
             text = []
         elif "check" in role:
-            found.setdefault(role["exercise"], {"task": "", "constraints": {}, "checks": {}})["checks"][role["check"]] = \
-                set(role.get("enforces", ()))
+            found.setdefault(role["exercise"], {"task": "", "constraints": {}, "checks": {}})["checks"][
+                role["check"]
+            ] = set(role.get("enforces", ()))
             text = []
     return found
 
@@ -108,7 +119,9 @@ def _plain(text: str) -> str:
 
 def solution_answers(stem: str) -> dict[str, str]:
     notebook = course.read_notebook(ROOT / "solutions" / f"{stem}.ipynb")
-    return {notebooks.answer_id(cell): course.cell_source(cell) for cell in notebook["cells"] if notebooks.answer_id(cell)}
+    return {
+        notebooks.answer_id(cell): course.cell_source(cell) for cell in notebook["cells"] if notebooks.answer_id(cell)
+    }
 
 
 def submission(stem: str, answers: dict[str, str], path: Path) -> Path:
@@ -143,7 +156,8 @@ def test_every_exercise_has_right_and_wrong_answers():
         for exercise, answers in cases.items():
             kinds = [kind for kind, *_ in answers]
             assert kinds.count("right") >= 3 and kinds.count("wrong") >= 1 and kinds.count("idle") == 3, (
-                f"{stem} {exercise}: {kinds}")
+                f"{stem} {exercise}: {kinds}"
+            )
 
 
 @pytest.mark.parametrize("stem", LESSONS)
@@ -212,8 +226,13 @@ def graded(tmp_path_factory):
         for number in range(rounds(stem)):
             answers, expected = round_of(stem, number)
             submissions.append((number, submission(stem, answers, folder / f"{stem}-{number}.ipynb"), sorted(expected)))
-        found = grading.grade_many([path for _, path, _ in submissions], timeout=60, lesson=stem,
-                                   only={path: exercises for _, path, exercises in submissions}, sandboxed=SANDBOXED)
+        found = grading.grade_many(
+            [path for _, path, _ in submissions],
+            timeout=60,
+            lesson=stem,
+            only={path: exercises for _, path, exercises in submissions},
+            sandboxed=SANDBOXED,
+        )
         reports[stem] = {number: report for (number, _, _), report in zip(submissions, found)}
         return reports[stem]
 
@@ -226,10 +245,14 @@ def test_answers_score_what_they_deserve(stem, number, graded):
     report = graded(stem)[number]
     assert isinstance(report, grading.Report), f"{stem}, submission {number}: {report}"
     failed = failed_checks(report)
-    wrong = {exercise: (what, sorted(fails), failed.get(exercise, {}))
-             for exercise, (what, fails) in expected.items() if set(failed.get(exercise, {})) != fails}
-    assert not wrong, "\n".join(f"{exercise}, {what}: should fail {fails}, failed {got}"
-                                for exercise, (what, fails, got) in wrong.items())
+    wrong = {
+        exercise: (what, sorted(fails), failed.get(exercise, {}))
+        for exercise, (what, fails) in expected.items()
+        if set(failed.get(exercise, {})) != fails
+    }
+    assert not wrong, "\n".join(
+        f"{exercise}, {what}: should fail {fails}, failed {got}" for exercise, (what, fails, got) in wrong.items()
+    )
 
 
 @pytest.mark.parametrize("stem", LESSONS)
@@ -242,14 +265,21 @@ def test_grades_do_not_depend_on_a_quiet_machine(stem, tmp_path):
         if chosen:
             _, name, source, fails, _ = chosen[0]
             marked[exercise] = (source, fails)
-    wrong = submission(stem, dict(solution_answers(stem), **{e: source for e, (source, _) in marked.items()}),
-                       tmp_path / f"{stem}-wrong.ipynb")
+    wrong = submission(
+        stem,
+        dict(solution_answers(stem), **{e: source for e, (source, _) in marked.items()}),
+        tmp_path / f"{stem}-wrong.ipynb",
+    )
     solution_file = ROOT / "solutions" / f"{stem}.ipynb"
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
-        solution, *graded_wrong = grading.grade_many([solution_file] + ([wrong] if marked else []), timeout=60,
-                                                     lesson=stem, only={solution_file: None, wrong: sorted(marked)},
-                                                     sandboxed=SANDBOXED)
+        solution, *graded_wrong = grading.grade_many(
+            [solution_file] + ([wrong] if marked else []),
+            timeout=60,
+            lesson=stem,
+            only={solution_file: None, wrong: sorted(marked)},
+            sandboxed=SANDBOXED,
+        )
     finally:
         busy.kill()
         busy.wait()
@@ -258,7 +288,8 @@ def test_grades_do_not_depend_on_a_quiet_machine(stem, tmp_path):
         failed = failed_checks(graded_wrong[0])
         for exercise, (_, fails) in marked.items():
             assert set(failed[exercise]) == fails, (
-                f"{stem} {exercise}, graded under load: should fail {sorted(fails)}, failed {failed[exercise]}")
+                f"{stem} {exercise}, graded under load: should fail {sorted(fails)}, failed {failed[exercise]}"
+            )
 
 
 def solution_namespace(stem: str, exercise: str) -> dict:
@@ -272,7 +303,7 @@ def solution_namespace(stem: str, exercise: str) -> dict:
             continue
         source = course.cell_source(cell)
         if "google.colab" in source:
-            continue                                # the Colab install cell
+            continue  # the Colab install cell
         exec(compile(source, f"<{stem} {role.get('answer', 'setup')}>", "exec"), namespace)
         if role.get("answer") == exercise:
             return namespace
@@ -293,4 +324,6 @@ def test_reference_solutions_are_right_at_their_edges(stem):
             try:
                 exec(compile(code.strip(), f"<{stem} {exercise}: {what}>", "exec"), namespace)
             except AssertionError as failure:
-                raise AssertionError(f"{stem} {exercise}, the reference solution at an edge ({what}): {failure}") from None
+                raise AssertionError(
+                    f"{stem} {exercise}, the reference solution at an edge ({what}): {failure}"
+                ) from None

@@ -38,8 +38,16 @@ from gpulab._processes import kill_processes_mentioning
 from conftest import ROOT
 
 CHROMIUM = os.environ.get("GPULAB_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                  "--no-first-run", "--disable-sync", "--disable-quic", "--disable-default-apps"]
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-quic",
+    "--disable-default-apps",
+]
 LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
@@ -53,7 +61,9 @@ def _missing() -> str | None:
 
 
 # The words "needs Chromium" let GPULAB_REQUIRE_BROWSER=1 turn this skip into a failure (conftest).
-pytestmark = pytest.mark.skipif(_missing() is not None, reason=f"needs Chromium, JupyterLab and playwright: {_missing()}")
+pytestmark = pytest.mark.skipif(
+    _missing() is not None, reason=f"needs Chromium, JupyterLab and playwright: {_missing()}"
+)
 
 
 # ---------------------------------------------------------------- JupyterLab, started and always stopped
@@ -76,18 +86,35 @@ def lab(tmp_path_factory):
         shutil.copy(lesson, root / lesson.name)
     # JupyterLab would ask whether to fetch news and check for updates from the internet, and would
     # keep cells out of the page until they are scrolled into view.
-    for plugin, values in {"apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
-                           "notebook-extension/tracker": {"windowingMode": "none"}}.items():
+    for plugin, values in {
+        "apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
+        "notebook-extension/tracker": {"windowingMode": "none"},
+    }.items():
         path = home / "settings" / "@jupyterlab" / f"{plugin}.jupyterlab-settings"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(values))
     port, token = _free_port(), secrets.token_hex(16)
-    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(home / "runtime"), JUPYTER_CONFIG_DIR=str(home / "config"),
-               JUPYTER_PLATFORM_DIRS="1", MPLBACKEND="Agg",
-               TMPDIR=str(home / "tmp"))              # what the kernels write goes with the server's folder
-    command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-               "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-               f"--LabApp.user_settings_dir={home / 'settings'}", f"--LabApp.workspaces_dir={home / 'workspaces'}"]
+    env = dict(
+        os.environ,
+        JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+        JUPYTER_CONFIG_DIR=str(home / "config"),
+        JUPYTER_PLATFORM_DIRS="1",
+        MPLBACKEND="Agg",
+        TMPDIR=str(home / "tmp"),
+    )  # what the kernels write goes with the server's folder
+    command = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}",
+        f"--LabApp.user_settings_dir={home / 'settings'}",
+        f"--LabApp.workspaces_dir={home / 'workspaces'}",
+    ]
     if hasattr(os, "getuid") and os.getuid() == 0:
         command.append("--allow-root")
     log = open(home / "server.log", "w")
@@ -101,13 +128,16 @@ def lab(tmp_path_factory):
                     break
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"JupyterLab did not start:\n{(home / 'server.log').read_text()[-2000:]}")
+                    raise RuntimeError(
+                        f"JupyterLab did not start:\n{(home / 'server.log').read_text()[-2000:]}"
+                    ) from None
                 time.sleep(0.5)
         yield {"url": url, "token": token, "home": home}
     finally:
         try:  # the server stops its kernels and exits
-            request = urllib.request.Request(f"{url}/api/shutdown", method="POST",
-                                             headers={"Authorization": f"token {token}"})
+            request = urllib.request.Request(
+                f"{url}/api/shutdown", method="POST", headers={"Authorization": f"token {token}"}
+            )
             urllib.request.urlopen(request, timeout=10).close()
             server.wait(timeout=20)
         except (OSError, subprocess.TimeoutExpired):
@@ -115,7 +145,7 @@ def lab(tmp_path_factory):
         if server.poll() is None:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait()
-        kill_processes_mentioning(str(home))           # any kernel the server left behind
+        kill_processes_mentioning(str(home))  # any kernel the server left behind
         log.close()
 
 
@@ -218,8 +248,10 @@ def _kernel_ready(lab, notebook: str) -> bool:
     """Whether the server has a kernel for ``notebook``, started and idle."""
     with urllib.request.urlopen(f"{lab['url']}/api/sessions?token={lab['token']}", timeout=5) as response:
         sessions = json.load(response)
-    return any(s.get("path", "").endswith(notebook) and (s.get("kernel") or {}).get("execution_state") == "idle"
-               for s in sessions)
+    return any(
+        s.get("path", "").endswith(notebook) and (s.get("kernel") or {}).get("execution_state") == "idle"
+        for s in sessions
+    )
 
 
 # A cell's error: JupyterLab shows a traceback as stderr text, so it is told from a warning by its words.
@@ -236,7 +268,9 @@ def _until(page, condition, *, timeout_s: float, what: str) -> None:
     while not condition():
         dialog = page.locator(".jp-Dialog")
         if dialog.count():
-            raise AssertionError(f"JupyterLab opened a dialog while waiting for {what}: {dialog.first.text_content()!r}")
+            raise AssertionError(
+                f"JupyterLab opened a dialog while waiting for {what}: {dialog.first.text_content()!r}"
+            )
         errors = page.evaluate(ERRORS)
         if errors:
             raise AssertionError(f"a cell failed while waiting for {what}:\n" + "\n".join(errors))
@@ -268,13 +302,19 @@ def test_a_lesson_runs_and_its_panels_and_quiz_work_in_the_browser(lab, browser,
     context.route("**/*", route)
     page = context.new_page()
     console_errors, page_errors = [], []
-    page.on("console", lambda m: console_errors.append((m.text, m.location.get("url", ""))) if m.type == "error" else None)
+    page.on(
+        "console", lambda m: console_errors.append((m.text, m.location.get("url", ""))) if m.type == "error" else None
+    )
     page.on("pageerror", lambda error: page_errors.append(str(error)))
     try:
-        page.goto(f"{lab['url']}/lab/tree/{lesson.name}?reset&token={lab['token']}")   # reset: no other tabs
+        page.goto(f"{lab['url']}/lab/tree/{lesson.name}?reset&token={lab['token']}")  # reset: no other tabs
         page.wait_for_selector(".jp-Notebook", timeout=90_000)
-        _until(page, lambda: _kernel_ready(lab, lesson.name) and page.evaluate(KERNEL_IDLE), timeout_s=90,
-               what="the notebook's kernel")
+        _until(
+            page,
+            lambda: _kernel_ready(lab, lesson.name) and page.evaluate(KERNEL_IDLE),
+            timeout_s=90,
+            what="the notebook's kernel",
+        )
         page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
         page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
         _until(page, lambda: page.evaluate(ALL_RAN), timeout_s=240, what="every cell to run")
@@ -291,19 +331,25 @@ def test_a_lesson_runs_and_its_panels_and_quiz_work_in_the_browser(lab, browser,
         panels = page.evaluate(PANELS)
         assert panels, f"{lesson.name}: no experiment panel found"
         for panel in panels:
-            assert "done" in panel["status"] and panel["image"], f"{lesson.name}: {panel['title']!r} shows {panel['status']!r}"
+            assert "done" in panel["status"] and panel["image"], (
+                f"{lesson.name}: {panel['title']!r} shows {panel['status']!r}"
+            )
 
         # A control changed in the browser and a click on Run: running, then done, with a new plot.
         for index, panel in enumerate(panels):
             box = _panel_box(page, index).as_element()
             box.scroll_into_view_if_needed()
             change = _change_a_control(page, box)
-            page.wait_for_function(KERNEL_IDLE, timeout=60_000)       # the caps follow the control
+            page.wait_for_function(KERNEL_IDLE, timeout=60_000)  # the caps follow the control
             status = box.query_selector(":scope > .widget-hbox + .widget-html")
             _watch(status)
             box.query_selector("button.jupyter-button >> text=Run").click()
-            page.wait_for_function("""el => window.__seen.some(t => t.includes('running'))
-                                       && el.textContent.includes('done')""", arg=status, timeout=120_000)
+            page.wait_for_function(
+                """el => window.__seen.some(t => t.includes('running'))
+                                       && el.textContent.includes('done')""",
+                arg=status,
+                timeout=120_000,
+            )
             image = box.query_selector(".widget-output img").get_attribute("src")
             assert image != panel["image"], f"{lesson.name}: {panel['title']!r}: the plot did not change after {change}"
 
@@ -323,11 +369,13 @@ def test_a_lesson_runs_and_its_panels_and_quiz_work_in_the_browser(lab, browser,
                 _watch(feedback)
                 check.click()
                 # The quiz clears the feedback before it answers, so even the same verdict twice is a change.
-                page.wait_for_function("el => window.__changes > 0 && el.textContent.trim() !== ''",
-                                       arg=feedback, timeout=30_000)
+                page.wait_for_function(
+                    "el => window.__changes > 0 && el.textContent.trim() !== ''", arg=feedback, timeout=30_000
+                )
                 verdicts.append(feedback.text_content().strip()[:1])
             assert sorted(verdicts) == ["✓"] + ["✗"] * (len(verdicts) - 1), (
-                f"{lesson.name}: question {number + 1} ({question['prompt'][:60]}…) answered {verdicts}")
+                f"{lesson.name}: question {number + 1} ({question['prompt'][:60]}…) answered {verdicts}"
+            )
 
         # The console: no error from JupyterLab, the widgets or gpulab; refused external resources are noted.
         ours = [(text, url) for text, url in console_errors if not url or _is_local(url, lab)]

@@ -25,7 +25,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -36,8 +35,10 @@ from gpulab import course
 from background import Run, Runs
 from conftest import COLAB_PYTHON, COLAB_VENV, ROOT, colab_installed
 
-needs_colab = pytest.mark.skipif(not colab_installed(), reason="needs Colab's stack (.venv-colab on Python 3.13): "
-                                 "make test installs it where a Python 3.13 is")
+needs_colab = pytest.mark.skipif(
+    not colab_installed(),
+    reason="needs Colab's stack (.venv-colab on Python 3.13): make test installs it where a Python 3.13 is",
+)
 FOLDERS = ("notebooks", "solutions", "exercises")
 
 
@@ -53,19 +54,35 @@ def pins() -> dict[str, str]:
 
 def installed(python: Path) -> dict[str, str]:
     """{package: version} of what ``python``'s environment holds, as pip lists it."""
-    listed = subprocess.run([str(python), "-m", "pip", "list", "--format=json", "--disable-pip-version-check"],
-                            capture_output=True, text=True, check=True).stdout
+    listed = subprocess.run(
+        [str(python), "-m", "pip", "list", "--format=json", "--disable-pip-version-check"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return {p["name"].lower().replace("_", "-"): p["version"] for p in json.loads(listed)}
 
 
 @needs_colab
 def test_the_colab_environment_is_colabs_stack():
-    python = subprocess.run([str(COLAB_PYTHON), "-c", "import sys; print(*sys.version_info[:2], sep='.')"],
-                            capture_output=True, text=True, check=True).stdout.strip()
+    python = subprocess.run(
+        [str(COLAB_PYTHON), "-c", "import sys; print(*sys.version_info[:2], sep='.')"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert python == "3.13", f".venv-colab runs Python {python}; Colab runs 3.13"
     wanted, have = pins(), installed(COLAB_PYTHON)
-    for package in ("torch", "ipywidgets", "ipykernel", "ipython", "matplotlib", "numpy", "traitlets",
-                    "jupyter-client"):
+    for package in (
+        "torch",
+        "ipywidgets",
+        "ipykernel",
+        "ipython",
+        "matplotlib",
+        "numpy",
+        "traitlets",
+        "jupyter-client",
+    ):
         assert have.get(package, "").split("+")[0] == wanted[package], (package, have.get(package), wanted[package])
     assert pins()["torch"] == "2.11.0" and pins()["ipywidgets"] == "7.7.1" and pins()["ipython"] == "7.34.0"
     assert pins()["ipykernel"] == "6.17.1"
@@ -83,15 +100,37 @@ def start_runs() -> None:
     env = {**os.environ, "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
     env.pop("GPULAB_SIMULATE", None)
     pytest_args = [python, "-m", "pytest", "-q", "--no-header", "-p", "no:cacheprovider", "--durations=10"]
-    steps = {"nbval": [*pytest_args, "notebooks", "solutions"],
-             "widgets": [*pytest_args, "tests/unit/test_widgets.py", "tests/unit/test_quiz.py"],
-             # --timeout 120, as the simulated course grades: this lane shares two busy cores with the suite, where
-             # lesson 06's torchrun checks once took more than the default 30 s.
-             **{f"self-check-{solution.stem}": [python, "-m", "gpulab", "grade", "--no-sandbox", "--timeout", "120",
-                                                "--json", str(folder / f"{solution.stem}.json"), str(solution)]
-                for solution in sorted((ROOT / "solutions").glob("*.ipynb"))},
-             "exercises": [python, "-m", "gpulab", "grade", "--no-sandbox", "--csv", str(folder / "exercises.csv"),
-                           str(ROOT / "exercises")]}
+    steps = {
+        "nbval": [*pytest_args, "notebooks", "solutions"],
+        "widgets": [*pytest_args, "tests/unit/test_widgets.py", "tests/unit/test_quiz.py"],
+        # --timeout 120, as the simulated course grades: this lane shares two busy cores with the suite, where
+        # lesson 06's torchrun checks once took more than the default 30 s.
+        **{
+            f"self-check-{solution.stem}": [
+                python,
+                "-m",
+                "gpulab",
+                "grade",
+                "--no-sandbox",
+                "--timeout",
+                "120",
+                "--json",
+                str(folder / f"{solution.stem}.json"),
+                str(solution),
+            ]
+            for solution in sorted((ROOT / "solutions").glob("*.ipynb"))
+        },
+        "exercises": [
+            python,
+            "-m",
+            "gpulab",
+            "grade",
+            "--no-sandbox",
+            "--csv",
+            str(folder / "exercises.csv"),
+            str(ROOT / "exercises"),
+        ],
+    }
     _runs.started["colab"] = Run("colab", folder, steps, env)
 
 
@@ -113,13 +152,19 @@ def colab():
 def test_on_colabs_stack_every_lesson_and_solution_runs_on_the_cpu(colab):
     assert colab.returncodes.get("nbval") == 0, f"nbval in .venv-colab:\n{colab.log('nbval')[-8000:]}"
     # nbval makes a test of every code cell: all of them ran.
-    cells = sum(cell["cell_type"] == "code" for folder in ("notebooks", "solutions")
-                for path in (ROOT / folder).glob("*.ipynb") for cell in course.read_notebook(path)["cells"])
+    cells = sum(
+        cell["cell_type"] == "code"
+        for folder in ("notebooks", "solutions")
+        for path in (ROOT / folder).glob("*.ipynb")
+        for cell in course.read_notebook(path)["cells"]
+    )
     assert re.search(rf"\b{cells} passed\b", colab.log("nbval")), colab.log("nbval")[-2000:]
 
 
 def test_on_colabs_stack_the_widget_and_quiz_tests_pass(colab):
-    assert colab.returncodes.get("widgets") == 0, f"widget and quiz tests in .venv-colab:\n{colab.log('widgets')[-8000:]}"
+    assert colab.returncodes.get("widgets") == 0, (
+        f"widget and quiz tests in .venv-colab:\n{colab.log('widgets')[-8000:]}"
+    )
 
 
 def test_on_colabs_stack_a_students_self_check_grades_as_it_should(colab):
@@ -130,7 +175,9 @@ def test_on_colabs_stack_a_students_self_check_grades_as_it_should(colab):
             wrong.append(f"gpulab grade {solution.name} --no-sandbox:\n{colab.log(step)[-3000:]}")
             continue
         report = json.loads((colab.folder / f"{solution.stem}.json").read_text())
-        if not (report["total"] == report["max"] > 0) or f"total: {report['total']:g} / {report['max']:g}" not in colab.log(step):
+        if not (
+            report["total"] == report["max"] > 0
+        ) or f"total: {report['total']:g} / {report['max']:g}" not in colab.log(step):
             wrong.append(f"{solution.name}: {report['total']:g} / {report['max']:g}\n{colab.log(step)[-3000:]}")
     assert colab.returncodes.get("exercises") == 0, colab.log("exercises")[-3000:]
     rows = (colab.folder / "exercises.csv").read_text().splitlines()[1:]
@@ -142,6 +189,7 @@ def test_on_colabs_stack_a_students_self_check_grades_as_it_should(colab):
 
 
 # The setup cell, as Colab runs it.
+
 
 def setup_cells() -> dict[str, list[str]]:
     """{source of a setup cell: the notebooks that start with it}."""
@@ -157,20 +205,39 @@ def setup_cells() -> dict[str, list[str]]:
 def local_repository(where: Path) -> str:
     """This work tree, its tracked and untracked files as they are now, committed to ``main`` of a repository
     at ``where``: the repository the setup cell's URL is redirected to. Returns the commit."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                            capture_output=True, check=True).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for relative in filter(None, listed):
         source = ROOT / relative
         if source.is_file():
             (where / relative).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, where / relative)
-    git = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@localhost", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@localhost", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+    git = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@localhost",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@localhost",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+    }
     env = {**os.environ, **git}
-    for command in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"], ["git", "commit", "-q", "-m", "work tree"]):
+    for command in (
+        ["git", "init", "-q", "-b", "main"],
+        ["git", "add", "-A"],
+        ["git", "commit", "-q", "-m", "work tree"],
+    ):
         subprocess.run(command, cwd=where, env=env, check=True, capture_output=True)
-    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=where, env=env, capture_output=True, text=True,
-                          check=True).stdout.strip()
+    return subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=where, env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 # Colab imports google.colab in every kernel before the first cell runs.
@@ -216,22 +283,38 @@ def check_setup_cell(number, source, notebooks, colab, tmp_path, gitconfig, url,
     assert "gpulab" not in before
     cell = tmp_path / f"setup-{number}.py"
     cell.write_text(source)
-    env = {**os.environ, "GIT_CONFIG_GLOBAL": str(gitconfig), "GIT_CONFIG_NOSYSTEM": "1",
-           "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    env = {
+        **os.environ,
+        "GIT_CONFIG_GLOBAL": str(gitconfig),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    }
     env.pop("PYTHONPATH", None)
     env.pop("GPULAB_SIMULATE", None)
-    ran = subprocess.run([str(python), "-c", AS_COLAB, str(cell)], cwd=tmp_path, env=env, capture_output=True,
-                         text=True, timeout=600)
-    assert ran.returncode == 0, f"the setup cell of {notebooks[0]} (and {len(notebooks) - 1} more) failed:\n{ran.stderr[-4000:]}"
+    ran = subprocess.run(
+        [str(python), "-c", AS_COLAB, str(cell)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert ran.returncode == 0, (
+        f"the setup cell of {notebooks[0]} (and {len(notebooks) - 1} more) failed:\n{ran.stderr[-4000:]}"
+    )
     after = installed(python)
     assert "gpulab" in after, f"the setup cell did not install gpulab:\n{ran.stderr[-4000:]}"
     del after["gpulab"]
     changed = {p: (before.get(p), after.get(p)) for p in set(before) | set(after) if before.get(p) != after.get(p)}
     assert not changed, f"the setup cell changed Colab's packages: {changed}"
     # gpulab is installed, not linked to this work tree, and built from the commit the URL now reaches.
-    found = subprocess.run([str(python), "-c", "import gpulab, torch, ipywidgets, IPython, ipykernel; "
-                            "print(gpulab.__file__); print(torch.__version__)"],
-                           cwd=tmp_path, env=env, capture_output=True, text=True, check=True).stdout.split()
+    found = subprocess.run(
+        [
+            str(python),
+            "-c",
+            "import gpulab, torch, ipywidgets, IPython, ipykernel; print(gpulab.__file__); print(torch.__version__)",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert Path(found[0]).is_relative_to(colab / "lib"), found
     direct = next((colab / "lib").glob("python3.*/site-packages/gpulab-*.dist-info/direct_url.json"))
     record = json.loads(direct.read_text())

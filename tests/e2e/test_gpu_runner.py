@@ -85,8 +85,13 @@ def test_the_parts_run_most_valuable_first_records_then_cuda_tests_and_solutions
 
 def pytest_paths(part: parts.Part) -> list[str]:
     """The paths the part's pytest steps run."""
-    return [word for step in part.steps(Path("/out")) if "pytest" in step.command
-            for word in step.command[step.command.index("pytest"):] if (ROOT / word).exists()]
+    return [
+        word
+        for step in part.steps(Path("/out"))
+        if "pytest" in step.command
+        for word in step.command[step.command.index("pytest") :]
+        if (ROOT / word).exists()
+    ]
 
 
 def test_the_parts_run_every_lesson_solution_cuda_test_and_answer():
@@ -94,11 +99,17 @@ def test_the_parts_run_every_lesson_solution_cuda_test_and_answer():
     assert pytest_paths(PARTS["solutions"]) == ["solutions"]
     assert pytest_paths(PARTS["cuda-tests"]) == ["tests/unit"]
     for name in ("records", "solutions", "cuda-tests"):
-        assert all(step.env.get("GPULAB_REQUIRE_CUDA") == "1" for step in PARTS[name].steps(Path("/out"))
-                   if "pytest" in step.command), name
+        assert all(
+            step.env.get("GPULAB_REQUIRE_CUDA") == "1"
+            for step in PARTS[name].steps(Path("/out"))
+            if "pytest" in step.command
+        ), name
     # Every CUDA test (marked @requires_cuda, tests/conftest.py) lives where the cuda-tests part runs.
-    marked = {path.relative_to(ROOT) for path in (ROOT / "tests").rglob("test_*.py")
-              if re.search(r"^@requires_cuda\b", path.read_text(), flags=re.M)}
+    marked = {
+        path.relative_to(ROOT)
+        for path in (ROOT / "tests").rglob("test_*.py")
+        if re.search(r"^@requires_cuda\b", path.read_text(), flags=re.M)
+    }
     assert marked and all(path.parts[:2] == ("tests", "unit") for path in marked), marked
     # The answers parts grade every lesson once: each its own -k.
     selected = []
@@ -114,11 +125,16 @@ def test_the_bench_writes_into_the_records_part_or_where_make_test_gpu_says(tmp_
     assert bench.command[-3:] == ["gpulab", "bench", str(tmp_path / "records" / "bench-results")]
     # make test-gpu BENCH_OUT=bench-results (as .github/workflows/gpu.yml runs it): its records go there.
     fake = tmp_path / "python"
-    fake.write_text("#!/bin/sh\necho True\n")     # a Python whose torch finds a GPU, for make's check alone
+    fake.write_text("#!/bin/sh\necho True\n")  # a Python whose torch finds a GPU, for make's check alone
     fake.chmod(0o755)
     for extra, bench_out in (([], None), (["BENCH_OUT=bench-results", "PART=records"], ROOT / "bench-results")):
-        done = subprocess.run(["make", "--no-print-directory", "-n", "test-gpu", f"GPU_PYTHON={fake}", *extra],
-                              cwd=ROOT, capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            ["make", "--no-print-directory", "-n", "test-gpu", f"GPU_PYTHON={fake}", *extra],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert done.returncode == 0, done.stderr
         (command,) = [shlex.split(line) for line in done.stdout.splitlines() if "parts.py" in line]
         assert command[:2] == [str(fake), "tools/gpu-runner/parts.py"]
@@ -128,8 +144,13 @@ def test_the_bench_writes_into_the_records_part_or_where_make_test_gpu_says(tmp_
 
 
 def test_run_sh_help_lists_the_parts_in_order_with_how_long_each_takes():
-    done = subprocess.run(["bash", str(RUNNER / "run.sh"), "--help"], capture_output=True, text=True,
-                          env=dict(os.environ, PYTHON=sys.executable), timeout=60)
+    done = subprocess.run(
+        ["bash", str(RUNNER / "run.sh"), "--help"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHON=sys.executable),
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     listed = re.findall(r"^  ([a-z][\w-]+) ", done.stdout.split("the parts, in the order")[1], flags=re.M)
     assert listed == [*PARTS, "answers"], done.stdout
@@ -149,8 +170,13 @@ def one_line_on_stderr(done: subprocess.CompletedProcess) -> str:
 @no_cuda_here
 def test_make_test_gpu_refuses_a_machine_without_cuda_in_one_line():
     for part in ([], ["PART=records"]):
-        done = subprocess.run(["make", "--no-print-directory", "test-gpu", f"GPU_PYTHON={sys.executable}", *part],
-                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            ["make", "--no-print-directory", "test-gpu", f"GPU_PYTHON={sys.executable}", *part],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode != 0
         assert "needs a CUDA GPU" in one_line_on_stderr(done)
         assert "passed" not in done.stdout  # nothing ran
@@ -167,8 +193,12 @@ def test_each_part_refuses_a_machine_without_cuda_in_one_line(tmp_path, capsys, 
 
 @no_cuda_here
 def test_parts_py_refuses_a_machine_without_cuda_in_one_line(tmp_path):
-    done = subprocess.run([sys.executable, str(RUNNER / "parts.py"), str(tmp_path / "out"), "records"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(RUNNER / "parts.py"), str(tmp_path / "out"), "records"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2 and done.stdout == ""
     assert "needs a CUDA GPU" in one_line_on_stderr(done)
     assert not (tmp_path / "out").exists()
@@ -177,8 +207,13 @@ def test_parts_py_refuses_a_machine_without_cuda_in_one_line(tmp_path):
 @no_cuda_here
 def test_run_sh_refuses_a_machine_without_cuda_and_says_why(tmp_path):
     for part in ([], ["records"]):
-        done = subprocess.run(["bash", str(RUNNER / "run.sh"), str(tmp_path / "out"), *part], capture_output=True,
-                              text=True, env=dict(os.environ, PYTHON=sys.executable), timeout=120)
+        done = subprocess.run(
+            ["bash", str(RUNNER / "run.sh"), str(tmp_path / "out"), *part],
+            capture_output=True,
+            text=True,
+            env=dict(os.environ, PYTHON=sys.executable),
+            timeout=120,
+        )
         assert done.returncode == 2
         assert "needs a CUDA GPU" in one_line_on_stderr(done) and done.stdout == ""
         assert not (tmp_path / "out").exists()
@@ -187,8 +222,13 @@ def test_run_sh_refuses_a_machine_without_cuda_and_says_why(tmp_path):
 @pytest.mark.parametrize("runner", ["parts.py", "run.sh"])
 def test_an_unknown_part_is_refused_before_anything_runs_naming_the_parts(tmp_path, runner):
     command = [sys.executable, str(RUNNER / "parts.py")] if runner == "parts.py" else ["bash", str(RUNNER / "run.sh")]
-    done = subprocess.run([*command, str(tmp_path / "out"), "records", "recrods"], capture_output=True, text=True,
-                          env=dict(os.environ, PYTHON=sys.executable), timeout=120)
+    done = subprocess.run(
+        [*command, str(tmp_path / "out"), "records", "recrods"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHON=sys.executable),
+        timeout=120,
+    )
     assert done.returncode == 2 and done.stdout == ""
     line = one_line_on_stderr(done)
     assert "unknown part 'recrods'" in line and ", ".join(PARTS) in line
@@ -213,13 +253,16 @@ def result_of(out: Path, name: str = "made-up") -> list[str]:
 def test_a_part_cut_off_at_its_limit_says_so_and_what_had_finished(tmp_path):
     part = made_up(
         shell("first", "echo '=============== 3 passed in 0.20s ==============='"),
-        shell("second", "echo 'tests/x.py::test_a PASSED'; echo 'tests/x.py::test_b FAILED'; "
-                        "printf 'tests/x.py::test_c '; exec sleep 30"),
+        shell(
+            "second",
+            "echo 'tests/x.py::test_a PASSED'; echo 'tests/x.py::test_b FAILED'; "
+            "printf 'tests/x.py::test_c '; exec sleep 30",
+        ),
         shell("third", "echo should not run > third-ran"),
     )
     started = time.monotonic()
     status = parts.run_part(part, tmp_path, limit_s=1)
-    assert time.monotonic() - started < 1 + parts.KILL_GRACE_S      # stopped at its limit, not after the sleep
+    assert time.monotonic() - started < 1 + parts.KILL_GRACE_S  # stopped at its limit, not after the sleep
     assert status == parts.CUT_OFF == 124
     head, *lines = result_of(tmp_path)
     assert head.startswith("made-up: cut off after 1 s at its 1 s limit: first finished, second was running"), head
@@ -227,7 +270,7 @@ def test_a_part_cut_off_at_its_limit_says_so_and_what_had_finished(tmp_path):
     assert lines[0] == "  first: exit 0 in 0 s · 3 passed in 0.20s"
     assert lines[1].startswith("  second: cut off after 1 s · 1 passed, 1 failed so far")
     assert lines[2] == "  third: not started"
-    assert "tests/x.py::test_b FAILED" in (tmp_path / "made-up" / "second.log").read_text()   # the log, as it came
+    assert "tests/x.py::test_b FAILED" in (tmp_path / "made-up" / "second.log").read_text()  # the log, as it came
     assert not (parts.ROOT / "third-ran").exists()
 
 
@@ -254,9 +297,13 @@ def test_a_cut_off_part_leaves_nothing_running(tmp_path):
 def test_a_cut_off_part_counts_the_records_written_so_far_and_keeps_a_steps_own_output(tmp_path):
     records = tmp_path / "made-up" / "records"
     part = made_up(
-        shell("probe", "echo '{\"name\": \"GPU\"}'; echo a warning >&2", stdout="probe.json"),
-        shell("bench", f"mkdir -p {records}; echo 1 > {records}/00_a.json; echo 1 > {records}/01_b.json; "
-                       "echo 1 > {records}/01_b.png; exec sleep 30", records="records"),
+        shell("probe", 'echo \'{"name": "GPU"}\'; echo a warning >&2', stdout="probe.json"),
+        shell(
+            "bench",
+            f"mkdir -p {records}; echo 1 > {records}/00_a.json; echo 1 > {records}/01_b.json; "
+            "echo 1 > {records}/01_b.png; exec sleep 30",
+            records="records",
+        ),
     )
     assert parts.run_part(part, tmp_path, limit_s=2) == parts.CUT_OFF
     folder = tmp_path / "made-up"
@@ -292,8 +339,13 @@ def test_run_sh_without_wheels_says_to_prepare_them(tmp_path):
     (tmp_path / "tools" / "gpu-runner").mkdir(parents=True)
     copy = tmp_path / "tools" / "gpu-runner" / "run.sh"
     copy.write_text((RUNNER / "run.sh").read_text())
-    done = subprocess.run(["bash", str(copy), "--check", str(tmp_path / "out")], capture_output=True, text=True,
-                          env=dict(os.environ, PYTHON=sys.executable), timeout=60)
+    done = subprocess.run(
+        ["bash", str(copy), "--check", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHON=sys.executable),
+        timeout=60,
+    )
     assert done.returncode == 2 and "prepare.py" in done.stdout + done.stderr
 
 
@@ -340,13 +392,19 @@ def test_prepare_downloads_wheels_only_for_the_machines_python(tmp_path):
 
 
 def test_prune_removes_the_wheels_of_packages_the_machine_has(tmp_path):
-    for name in ("attrs-25.4.0-py3-none-any.whl", "typing_extensions-4.15.0-py3-none-any.whl",
-                 "nbval-0.11.0-py2.py3-none-any.whl", "jupyter_client-8.10.0-py3-none-any.whl"):
+    for name in (
+        "attrs-25.4.0-py3-none-any.whl",
+        "typing_extensions-4.15.0-py3-none-any.whl",
+        "nbval-0.11.0-py2.py3-none-any.whl",
+        "jupyter_client-8.10.0-py3-none-any.whl",
+    ):
         (tmp_path / name).write_bytes(b"")
     removed = prepare.prune(tmp_path, {"attrs", "typing-extensions"})
     assert removed == ["attrs-25.4.0-py3-none-any.whl", "typing_extensions-4.15.0-py3-none-any.whl"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["jupyter_client-8.10.0-py3-none-any.whl",
-                                                         "nbval-0.11.0-py2.py3-none-any.whl"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "jupyter_client-8.10.0-py3-none-any.whl",
+        "nbval-0.11.0-py2.py3-none-any.whl",
+    ]
 
 
 def test_the_wheels_folder_is_ignored_by_git():
@@ -356,7 +414,7 @@ def test_the_wheels_folder_is_ignored_by_git():
 
 # ---------------------------------------------------------------- a required machine may not skip
 
-SKIPPING = '''
+SKIPPING = """
 import pytest
 
 @pytest.mark.skipif(True, reason="needs a CUDA GPU; this machine has none")
@@ -370,18 +428,38 @@ def test_browser():
 @pytest.mark.skipif(True, reason="needs 2 processes")
 def test_other():
     pass
-'''
+"""
 
 
-@pytest.mark.parametrize("required, failing", [({}, set()), ({"GPULAB_REQUIRE_CUDA": "1"}, {"test_cuda"}),
-                                               ({"GPULAB_REQUIRE_BROWSER": "1"}, {"test_browser"})])
+@pytest.mark.parametrize(
+    "required, failing",
+    [({}, set()), ({"GPULAB_REQUIRE_CUDA": "1"}, {"test_cuda"}), ({"GPULAB_REQUIRE_BROWSER": "1"}, {"test_browser"})],
+)
 def test_a_skip_for_want_of_a_required_machine_is_a_failure(tmp_path, required, failing):
     (tmp_path / "conftest.py").write_text((ROOT / "tests" / "conftest.py").read_text())
     (tmp_path / "test_skipping.py").write_text(SKIPPING)
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPULAB_REQUIRE_")}
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "-c", os.devnull,
-                           "--rootdir", str(tmp_path), str(tmp_path)],
-                          cwd=tmp_path, capture_output=True, text=True, env={**env, **required}, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-rA",
+            "-p",
+            "no:cacheprovider",
+            "-c",
+            os.devnull,
+            "--rootdir",
+            str(tmp_path),
+            str(tmp_path),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**env, **required},
+        timeout=120,
+    )
     # A skip decided at setup becomes an error of the setup, one at the call a failure: both fail the run.
     failed = set(re.findall(r"^(?:FAILED|ERROR) \S+::(\w+)", done.stdout, flags=re.M))
     assert failed == failing, done.stdout

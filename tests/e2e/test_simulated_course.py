@@ -53,20 +53,27 @@ def test_a_line_that_says_hardware_is_missing_is_read_against_the_machine():
         "no CUDA GPUs: the lesson runs gloo on CPU processes": 1,
     }
     for line, needed in lines.items():
-        assert contradictions(line, needed - 1) == [], line          # true on a machine without them
-        assert contradictions(line, needed) == [line], line           # false on one with them
-    innocent = ("one GPU: NCCL runs one process per GPU, and this lesson runs 2 or more processes",
-                "cuda:0  Tesla T4 (simulated)  14.7 GiB", "NCCL gives no GPU per process to share")
+        assert contradictions(line, needed - 1) == [], line  # true on a machine without them
+        assert contradictions(line, needed) == [line], line  # false on one with them
+    innocent = (
+        "one GPU: NCCL runs one process per GPU, and this lesson runs 2 or more processes",
+        "cuda:0  Tesla T4 (simulated)  14.7 GiB",
+        "NCCL gives no GPU per process to share",
+    )
     for line in innocent:
         assert contradictions(line, 4) == [], line
 
 
 def test_the_text_of_outputs_is_what_a_reader_sees():
-    outputs = [{"output_type": "stream", "name": "stdout", "text": "a line\n"},
-               {"output_type": "display_data", "data": {"text/html": "<b>x</b> &lt; y", "text/plain": "<HTML>"}},
-               {"output_type": "display_data", "data": {"text/plain": "VBox()",
-                                                         "application/vnd.jupyter.widget-view+json": {}}},
-               {"output_type": "error", "ename": "RuntimeError", "evalue": "boom", "traceback": []}]
+    outputs = [
+        {"output_type": "stream", "name": "stdout", "text": "a line\n"},
+        {"output_type": "display_data", "data": {"text/html": "<b>x</b> &lt; y", "text/plain": "<HTML>"}},
+        {
+            "output_type": "display_data",
+            "data": {"text/plain": "VBox()", "application/vnd.jupyter.widget-view+json": {}},
+        },
+        {"output_type": "error", "ename": "RuntimeError", "evalue": "boom", "traceback": []},
+    ]
     assert text_of(outputs) == "a line\n x  < yRuntimeError: boom"
 
 
@@ -76,8 +83,10 @@ def notebooks(folder: str) -> list:
 
 # How learning-management systems name what students hand in: Canvas (name, ids, the file's name) and
 # Moodle (a folder per student, the file's name after its own words). The solutions are graded so named.
-LMS_NAMES = {"t4": "doe_jane_{number}_late_{lesson}-1.ipynb",
-             "4xh100": "Jane Doe_{number}_assignsubmission_file_/{lesson} (2).ipynb"}
+LMS_NAMES = {
+    "t4": "doe_jane_{number}_late_{lesson}-1.ipynb",
+    "4xh100": "Jane Doe_{number}_assignsubmission_file_/{lesson} (2).ipynb",
+}
 
 
 def renamed_solutions(folder: Path, machine: str) -> Path:
@@ -89,7 +98,7 @@ def renamed_solutions(folder: Path, machine: str) -> Path:
     return folder
 
 
-_runs = Runs()           # machine → its Run, once started
+_runs = Runs()  # machine → its Run, once started
 
 
 def course_run(machine: str, folder: Path) -> Run:
@@ -98,17 +107,50 @@ def course_run(machine: str, folder: Path) -> Run:
     solution on the machine, each exercise in a fresh kernel, so nbval does not run them again. The T4 is
     Colab's GPU: its share runs on Colab's stack (.venv-colab) where that is installed."""
     python = str(COLAB_PYTHON) if machine == "t4" and colab_installed() else sys.executable
-    env = {**os.environ, "GPULAB_SIMULATE": machine, "GPULAB_NBVAL_OUTPUTS": str(folder / "outputs"),
-           "GPULAB_NBVAL_BENCH": str(folder / "bench"), "GPULAB_PANEL_LIMIT_S": str(PANEL_LIMIT_S),
-           "PYDEVD_DISABLE_FILE_VALIDATION": "1",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "GPULAB_SIMULATE": machine,
+        "GPULAB_NBVAL_OUTPUTS": str(folder / "outputs"),
+        "GPULAB_NBVAL_BENCH": str(folder / "bench"),
+        "GPULAB_PANEL_LIMIT_S": str(PANEL_LIMIT_S),
+        "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")])),
+    }
     steps = {
-        "nbval": [python, "-m", "pytest", "-p", "nbval_outputs", "-q", "--no-header", "--durations=15",
-                  "-p", "no:cacheprovider", "notebooks"],
-        **{f"grade-{kind}": [python, "-m", "gpulab", "grade", "--jobs", "1", "--timeout", "120",
-                             "--csv", str(folder / f"{kind}.csv"), *([] if SANDBOXED else ["--no-sandbox"]),
-                             str(where)] for kind, where in (("solutions", renamed_solutions(folder / "class", machine)),
-                                                             ("exercises", ROOT / "exercises"))}}
+        "nbval": [
+            python,
+            "-m",
+            "pytest",
+            "-p",
+            "nbval_outputs",
+            "-q",
+            "--no-header",
+            "--durations=15",
+            "-p",
+            "no:cacheprovider",
+            "notebooks",
+        ],
+        **{
+            f"grade-{kind}": [
+                python,
+                "-m",
+                "gpulab",
+                "grade",
+                "--jobs",
+                "1",
+                "--timeout",
+                "120",
+                "--csv",
+                str(folder / f"{kind}.csv"),
+                *([] if SANDBOXED else ["--no-sandbox"]),
+                str(where),
+            ]
+            for kind, where in (
+                ("solutions", renamed_solutions(folder / "class", machine)),
+                ("exercises", ROOT / "exercises"),
+            )
+        },
+    }
     run = Run(f"simulated-{machine}", folder, steps, env)
     run.python = python
     return run
@@ -117,7 +159,7 @@ def course_run(machine: str, folder: Path) -> Run:
 def start_runs() -> None:
     """Start each machine's run, once. tests/conftest.py calls this as soon as the session's tests are
     collected, and puts this module's tests last: the course runs beside the rest of the suite."""
-    if _runs.started or torch.cuda.is_available():     # beside a real GPU its tests skip (simulates)
+    if _runs.started or torch.cuda.is_available():  # beside a real GPU its tests skip (simulates)
         return
     root = _runs.folder("simulated-course-")
     for machine in MACHINES:
@@ -148,13 +190,21 @@ def test_every_solution_scores_full_marks_and_every_exercise_zero_on_a_simulated
         step = f"grade-{kind}"
         assert run.returncodes.get(step) == 0, f"gpulab grade {kind} on a simulated {machine}:\n{run.log(step)[-4000:]}"
         # The solutions were handed in renamed (LMS_NAMES): each report says which lesson it graded.
-        reports = {report["lesson"] if kind == "solutions" else path.stem: report for path in
-                   (run.folder / kind).glob("*.json") for report in [json.loads(path.read_text())]}
-        assert sorted(reports) == [p.stem for p in notebooks(kind)], f"{kind} graded on a simulated {machine}:\n{run.log(step)[-4000:]}"
+        reports = {
+            report["lesson"] if kind == "solutions" else path.stem: report
+            for path in (run.folder / kind).glob("*.json")
+            for report in [json.loads(path.read_text())]
+        }
+        assert sorted(reports) == [p.stem for p in notebooks(kind)], (
+            f"{kind} graded on a simulated {machine}:\n{run.log(step)[-4000:]}"
+        )
         for name, report in reports.items():
             if report["total"] != (report["max"] if kind == "solutions" else 0):
-                checks = "\n".join(f"  {c['exercise']}/{c['check']}: {c['points']:g}/{c['max_points']:g} {c['message']}"
-                                   for exercise in report["exercises"] for c in exercise["checks"])
+                checks = "\n".join(
+                    f"  {c['exercise']}/{c['check']}: {c['points']:g}/{c['max_points']:g} {c['message']}"
+                    for exercise in report["exercises"]
+                    for c in exercise["checks"]
+                )
                 wrong.append(f"{kind}/{name}: {report['total']:g} / {report['max']:g}\n{checks}")
     assert not wrong, f"on a simulated {machine}:\n" + "\n\n".join(wrong)
 
@@ -164,7 +214,9 @@ def test_every_notebook_runs_and_says_what_the_machine_has(machine, runs):
     run = runs[machine]
     outputs = run.folder / "outputs"
     assert run.returncodes.get("nbval") == 0, f"nbval on a simulated {machine}:\n{run.log('nbval')[-8000:]}"
-    assert sorted(path.stem for path in (outputs / "notebooks").glob("*.txt")) == [p.stem for p in notebooks("notebooks")]
+    assert sorted(path.stem for path in (outputs / "notebooks").glob("*.txt")) == [
+        p.stem for p in notebooks("notebooks")
+    ]
 
 
 @pytest.mark.parametrize("machine", MACHINES)
@@ -179,6 +231,8 @@ def test_every_panel_runs_its_gpu_path_and_draws_its_figure(machine, runs):
             assert status.startswith("✓"), f"a panel of {lesson.stem} on a simulated {machine}: {status}"
     assert set(recorded) == set(figures.PANELS), f"panels recorded on a simulated {machine}"
     for name, record in recorded.items():
-        assert not re.search(r"NOT RETURNED|✗|rank \d+ failed|Error", record["summary"]), f"{name} on a simulated {machine}: {record['summary']}"
+        assert not re.search(r"NOT RETURNED|✗|rank \d+ failed|Error", record["summary"]), (
+            f"{name} on a simulated {machine}: {record['summary']}"
+        )
         with open(record["png"], "rb") as png:
             assert png.read(8) == b"\x89PNG\r\n\x1a\n", f"{name}'s figure on a simulated {machine}"

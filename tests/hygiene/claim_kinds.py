@@ -4,7 +4,7 @@ they cannot, each quoted from where it is written."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 
 @dataclasses.dataclass(frozen=True)
@@ -13,7 +13,7 @@ class Claim:
     ``check(records)``, which asserts that the records show it."""
 
     sentence: str
-    check: Callable[..., None]              # check(records): asserts what the sentence says of them
+    check: Callable[..., None]  # check(records): asserts what the sentence says of them
     where: str | None = None
 
 

@@ -1,8 +1,8 @@
 """environment.yml, pyproject.toml, the constraints files and the Makefile agree."""
 
 import re
-import tomllib
 
+import tomllib
 import yaml
 from packaging.requirements import Requirement
 from packaging.version import Version
@@ -19,7 +19,7 @@ def pyproject():
 def declared_by_pyproject():
     project = pyproject()["project"]
     requirements = list(project["dependencies"])
-    for extra, items in project["optional-dependencies"].items():
+    for items in project["optional-dependencies"].values():
         requirements += [r for r in items if not r.startswith("gpulab")]
     return {Requirement(r).name.lower(): str(Requirement(r).specifier) for r in requirements}
 
@@ -62,8 +62,10 @@ def test_package_asks_only_a_loose_torch():
 
 
 def test_constraints_pin_torch_and_satisfy_the_package():
-    declared = {Requirement(r).name.lower().replace("_", "-"): Requirement(r).specifier
-                for r in pyproject()["project"]["dependencies"]}
+    declared = {
+        Requirement(r).name.lower().replace("_", "-"): Requirement(r).specifier
+        for r in pyproject()["project"]["dependencies"]
+    }
     for name in ("constraints.txt", "constraints-colab.txt"):
         pins = constraints(name)
         assert str(pins["torch"].specifier).startswith("=="), name

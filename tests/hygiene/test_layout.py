@@ -38,7 +38,7 @@ def test_no_two_modules_share_a_name():
 
 
 def test_the_unit_tests_mirror_the_package():
-    known = {module.replace("._", ".").lstrip("_") for module in modules()}     # _processes: test_processes.py
+    known = {module.replace("._", ".").lstrip("_") for module in modules()}  # _processes: test_processes.py
     strays = []
     for test in sorted(UNIT.rglob("test_*.py")):
         folder = test.parent.relative_to(UNIT).parts
@@ -52,7 +52,9 @@ def test_the_unit_tests_mirror_the_package():
 def test_the_unit_test_folders_are_the_packages():
     packages = {path.parent.relative_to(PACKAGE) for path in PACKAGE.rglob("__init__.py")}
     folders = {path.relative_to(UNIT) for path in UNIT.rglob("*") if path.is_dir() and path.name != "__pycache__"}
-    assert folders <= packages, f"folders of tests/unit that are no package of gpulab: {sorted(map(str, folders - packages))}"
+    assert folders <= packages, (
+        f"folders of tests/unit that are no package of gpulab: {sorted(map(str, folders - packages))}"
+    )
 
 
 def test_the_readme_layout_names_every_module():

@@ -28,7 +28,6 @@ import pytest
 
 from gpulab import course
 
-from claim_kinds import Claim, Unshown
 from conftest import ROOT
 
 CLAIMS = ROOT / "tests" / "hygiene" / "claims"
@@ -76,10 +75,16 @@ def modules() -> dict[str, object]:
 
 
 MODULES = modules()
-CASES = [pytest.param(lesson, claim, id=f"{lesson}: {claim.sentence[:70]}")
-         for lesson, module in MODULES.items() for claim in module.CLAIMS]
-UNSHOWN = [pytest.param(lesson, unshown, id=f"{lesson}: {unshown.sentence[:70]}")
-           for lesson, module in MODULES.items() for unshown in getattr(module, "UNSHOWN", [])]
+CASES = [
+    pytest.param(lesson, claim, id=f"{lesson}: {claim.sentence[:70]}")
+    for lesson, module in MODULES.items()
+    for claim in module.CLAIMS
+]
+UNSHOWN = [
+    pytest.param(lesson, unshown, id=f"{lesson}: {unshown.sentence[:70]}")
+    for lesson, module in MODULES.items()
+    for unshown in getattr(module, "UNSHOWN", [])
+]
 
 
 def where(lesson: str, claim_where: str | None) -> Path:
@@ -95,7 +100,8 @@ def test_every_lesson_has_its_claims_listed():
 def test_what_a_lesson_says_a_gpu_did_is_what_the_h100_recorded(lesson, claim):
     path = where(lesson, claim.where)
     assert plain(claim.sentence) in plain(text_of(path)), (
-        f"{path.relative_to(ROOT)} no longer says {claim.sentence!r}: read the new words against the record")
+        f"{path.relative_to(ROOT)} no longer says {claim.sentence!r}: read the new words against the record"
+    )
     claim.check(Records())
 
 
@@ -103,7 +109,9 @@ def test_what_a_lesson_says_a_gpu_did_is_what_the_h100_recorded(lesson, claim):
 def test_a_sentence_no_record_can_show_is_still_the_one_listed(lesson, unshown):
     assert unshown.why.strip(), f"{lesson}: say why no record shows {unshown.sentence!r}"
     path = where(lesson, unshown.where)
-    assert plain(unshown.sentence) in plain(text_of(path)), f"{path.relative_to(ROOT)} no longer says {unshown.sentence!r}"
+    assert plain(unshown.sentence) in plain(text_of(path)), (
+        f"{path.relative_to(ROOT)} no longer says {unshown.sentence!r}"
+    )
 
 
 def test_a_claim_fails_where_the_record_does_not_show_it():

@@ -5,9 +5,10 @@ import importlib.util
 import shutil
 
 import pytest
-from conftest import ROOT, code_cell, notebook
 
 from gpulab import bench, course, figures, grading, plots, reference
+
+from conftest import ROOT, code_cell, notebook
 
 LESSON = "98_demo"
 PUBLISHED_KEY = "copy-t4-pcie"
@@ -31,21 +32,23 @@ def records(tmp_path, monkeypatch):
 
 def header_cells(relative):
     title, setup = course.header_cells(relative)
-    return [{"cell_type": "markdown", "id": "title", "metadata": {}, "source": title},
-            dict(code_cell(setup), id="setup")]
+    return [
+        {"cell_type": "markdown", "id": "title", "metadata": {}, "source": title},
+        dict(code_cell(setup), id="setup"),
+    ]
 
 
 # ---------------------------------------------------------------- adding a panel
 
-SWEEP = '''
+SWEEP = """
 import gpulab
 
 def squares(largest, progress):
     sizes = gpulab.widgets.powers_of_two(1, largest)
     progress(1, 1)
     return {"device": "cpu", "sizes": sizes, "seconds": {"cpu": [n * 1e-6 for n in sizes]}}
-'''
-PANEL = '''
+"""
+PANEL = """
 demo_panel = gpulab.widgets.Panel(
     squares,
     {"largest": gpulab.widgets.log2_slider("largest", 2, 64, 16)},
@@ -54,7 +57,7 @@ demo_panel = gpulab.widgets.Panel(
     title="A made-up experiment",
 )
 demo_panel
-'''
+"""
 
 
 def test_adding_a_panel(tmp_path, registry, records, monkeypatch):
@@ -68,15 +71,17 @@ def test_adding_a_panel(tmp_path, registry, records, monkeypatch):
             plots.note(figure, reference.NOT_RECORDED)
         plots.legend(figure)
 
-    monkeypatch.setattr(figures, "demo", demo, raising=False)        # as `def demo` in figures.py makes it
+    monkeypatch.setattr(figures, "demo", demo, raising=False)  # as `def demo` in figures.py makes it
     assert figures.PANELS[LESSON] is demo and demo.panel_name == LESSON
 
     # 2. The panel in the lesson, with no name of its own: it takes its figure's.
     relative = f"notebooks/{LESSON}.ipynb"
     lesson = tmp_path / relative
     lesson.parent.mkdir()
-    course.write_notebook(notebook(header_cells(relative) + [dict(code_cell(SWEEP), id="sweep"),
-                                                             dict(code_cell(PANEL), id="panel")]), lesson)
+    course.write_notebook(
+        notebook(header_cells(relative) + [dict(code_cell(SWEEP), id="sweep"), dict(code_cell(PANEL), id="panel")]),
+        lesson,
+    )
     assert "name=" not in PANEL
 
     # 3. Its record: gpulab bench runs the lesson and writes NAME.json and NAME.png under the figure's name.
@@ -107,29 +112,39 @@ def test_a_panel_without_a_registered_figure_is_not_recorded(tmp_path, registry)
     lesson = tmp_path / relative
     lesson.parent.mkdir()
     unregistered = PANEL.replace("plot=gpulab.figures.demo", "plot=lambda result, figure: figure.subplots()")
-    course.write_notebook(notebook(header_cells(relative) + [dict(code_cell(SWEEP), id="sweep"),
-                                                             dict(code_cell(unregistered), id="panel")]), lesson)
+    course.write_notebook(
+        notebook(
+            header_cells(relative) + [dict(code_cell(SWEEP), id="sweep"), dict(code_cell(unregistered), id="panel")]
+        ),
+        lesson,
+    )
     assert bench.run_lesson(lesson, tmp_path / "bench-results") == []
 
 
 # ---------------------------------------------------------------- adding an exercise
 
-TASK = ("**Exercise (scale).** Write `scale(values, factor)`: it returns a new list with each value multiplied by "
-        "`factor`, and leaves `values` unchanged.")
+TASK = (
+    "**Exercise (scale).** Write `scale(values, factor)`: it returns a new list with each value multiplied by "
+    "`factor`, and leaves `values` unchanged."
+)
 CONSTRAINTS = {"each-value": "each value multiplied by `factor`", "untouched": "leaves `values` unchanged"}
-ANSWER = '''def scale(values, factor):
+ANSWER = """def scale(values, factor):
     ### BEGIN SOLUTION
     return [value * factor for value in values]
-    ### END SOLUTION'''
+    ### END SOLUTION"""
 CHECKS = [
-    ({"check": "scale-values", "exercise": "scale", "points": 2, "enforces": ["each-value"]},
-     'assert scale([1, 2], 3) == [3, 6], f"expected [3, 6], got {scale([1, 2], 3)}"\n'
-     "### BEGIN HIDDEN TESTS\n"
-     'assert scale([0.5], -2) == [-1.0], f"expected [-1.0], got {scale([0.5], -2)}"\n'
-     "### END HIDDEN TESTS"),
-    ({"check": "scale-untouched", "exercise": "scale", "points": 1, "enforces": ["each-value", "untouched"]},
-     "values = [1, 2]\n"
-     'assert scale(values, 3) == [3, 6] and values == [1, 2], f"expected [3, 6] and [1, 2] unchanged, found {values}"'),
+    (
+        {"check": "scale-values", "exercise": "scale", "points": 2, "enforces": ["each-value"]},
+        'assert scale([1, 2], 3) == [3, 6], f"expected [3, 6], got {scale([1, 2], 3)}"\n'
+        "### BEGIN HIDDEN TESTS\n"
+        'assert scale([0.5], -2) == [-1.0], f"expected [-1.0], got {scale([0.5], -2)}"\n'
+        "### END HIDDEN TESTS",
+    ),
+    (
+        {"check": "scale-untouched", "exercise": "scale", "points": 1, "enforces": ["each-value", "untouched"]},
+        "values = [1, 2]\n"
+        'assert scale(values, 3) == [3, 6] and values == [1, 2], f"expected [3, 6] and [1, 2] unchanged, found {values}"',
+    ),
 ]
 ANSWERS = '''"""Answers students write for lesson 98's exercise (see test_answers.py)."""
 
@@ -202,14 +217,17 @@ def test_adding_an_exercise(tmp_path, registry, monkeypatch):
 
     # The grader, on every round of answers: full marks for the right ones, exactly the enforcing checks lost
     # for the wrong ones, every check lost for an answer that does nothing; the exercise as handed out scores 0.
-    submissions = [checks.submission(LESSON, checks.round_of(LESSON, number)[0], tmp_path / f"round-{number}.ipynb")
-                   for number in range(checks.rounds(LESSON))]
+    submissions = [
+        checks.submission(LESSON, checks.round_of(LESSON, number)[0], tmp_path / f"round-{number}.ipynb")
+        for number in range(checks.rounds(LESSON))
+    ]
     untouched = tmp_path / "exercises" / f"{LESSON}.ipynb"
-    *reports, handed_out = grading.grade_many(submissions + [untouched], timeout=30, solutions=tmp_path / "solutions",
-                                              sandboxed=False)
-    assert len(reports) >= 7      # three right, two wrong, three that do nothing
+    *reports, handed_out = grading.grade_many(
+        submissions + [untouched], timeout=30, solutions=tmp_path / "solutions", sandboxed=False
+    )
+    assert len(reports) >= 7  # three right, two wrong, three that do nothing
     for number, report in enumerate(reports):
-        (what, fails), = checks.round_of(LESSON, number)[1].values()
+        ((what, fails),) = checks.round_of(LESSON, number)[1].values()
         assert set(checks.failed_checks(report)["scale"]) == fails, f"{what}: {checks.failed_checks(report)}"
         assert (report.total == report.max_total) == (not fails), f"{what}: {report.total} of {report.max_total}"
     assert reports[0].total == reports[0].max_total == 3

@@ -6,9 +6,8 @@ import re
 import subprocess
 import sys
 
-import pytest
-
 import numpy as np
+import pytest
 import torch
 
 from gpulab import bench, cli, course, distributed, figures, plots, reference, timing, widgets
@@ -19,7 +18,7 @@ from conftest import ROOT, code_cell, notebook, requires_cuda, simulates
 
 SETUP = "import gpulab\n"
 
-PANEL = '''
+PANEL = """
 def sweep(largest, progress):
     sizes = gpulab.widgets.powers_of_two(1, largest)
     progress(1, 1)
@@ -31,7 +30,7 @@ def draw(result, figure):
 panel = gpulab.widgets.Panel(sweep, {"largest": gpulab.widgets.log2_slider("largest", 2, 64, 16)},
                              plot=draw, summary=lambda r: f"{len(r['sizes'])} sizes", name=NAME)
 panel
-'''
+"""
 
 
 def write_lesson(root, stem, *sources):
@@ -53,7 +52,7 @@ def test_a_named_panel_is_recorded_as_json_and_png(tmp_path):
     record = json.loads((tmp_path / "out" / "98_squares.json").read_text())
     assert reference.validate(record, "98_squares") is record
     assert record["lesson"] == "98_fake" and record["command"] == "gpulab bench out"
-    assert record["settings"] == {"largest": 16}                      # the panel's defaults
+    assert record["settings"] == {"largest": 16}  # the panel's defaults
     assert record["result"] == {"sizes": [1, 2, 4, 8, 16], "squares": [1, 4, 16, 64, 256]}
     assert record["device"]["type"] in {"cpu", "cuda", "mps", "xpu"}
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", record["recorded"])
@@ -74,7 +73,7 @@ def test_a_failing_cell_names_the_lesson_and_the_cell(tmp_path):
 
 
 def test_a_failing_panel_is_an_error_not_a_record(tmp_path):
-    broken = panel_cell("98_broken").replace('progress(1, 1)', 'raise RuntimeError("sensor unplugged")')
+    broken = panel_cell("98_broken").replace("progress(1, 1)", 'raise RuntimeError("sensor unplugged")')
     lesson = write_lesson(tmp_path, "98_fake", SETUP, broken)
     with pytest.raises(bench.BenchError, match="panel '98_broken' failed: RuntimeError: sensor unplugged"):
         bench.run_lesson(lesson, tmp_path / "out")
@@ -96,11 +95,16 @@ def test_two_panels_with_one_name_are_refused(tmp_path):
 
 def test_files_a_lesson_writes_stay_out_of_the_working_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    lesson = write_lesson(tmp_path, "98_fake", SETUP, "open('scratch.txt', 'w').write('x')",
-                          "scripts = gpulab.distributed.scratch_folder(); (scripts / 'job.py').write_text('pass')")
+    lesson = write_lesson(
+        tmp_path,
+        "98_fake",
+        SETUP,
+        "open('scratch.txt', 'w').write('x')",
+        "scripts = gpulab.distributed.scratch_folder(); (scripts / 'job.py').write_text('pass')",
+    )
     monkeypatch.setattr(distributed, "_SCRATCH", None)
     monkeypatch.setattr(distributed, "_remove_orphans", lambda: None)
-    monkeypatch.setattr(distributed.subprocess, "Popen", lambda *args, **kwargs: None)    # no janitor for this test
+    monkeypatch.setattr(distributed.subprocess, "Popen", lambda *args, **kwargs: None)  # no janitor for this test
     monkeypatch.setattr(distributed.tempfile, "tempdir", str(tmp_path))
     bench.run_lesson(lesson, tmp_path / "out")
     assert not (tmp_path / "scratch.txt").exists()
@@ -147,14 +151,18 @@ def test_the_command_reports_progress_files_and_failures(tmp_path, capsys):
     assert "97_squares" in captured.out and "97_squares.json" in captured.out
     assert "1 experiment(s) recorded" in captured.out and "1 lesson(s) failed" in captured.out
     assert "98_bad.ipynb, code cell 2: ValueError: nope" in captured.err
-    assert "97_good" in captured.err and "cell" in captured.err            # the progress bar
+    assert "97_good" in captured.err and "cell" in captured.err  # the progress bar
     record = json.loads((tmp_path / "out" / "97_squares.json").read_text())
     assert record["command"] == f"gpulab bench {tmp_path / 'out'} --root {tmp_path}"
 
 
 def test_the_command_exits_2_without_notebooks(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "gpulab", "bench", str(tmp_path / "out"), "--root", str(tmp_path)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "gpulab", "bench", str(tmp_path / "out"), "--root", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2
     assert done.stderr.strip().startswith("gpulab bench: no notebooks/ folder")
 
@@ -174,12 +182,14 @@ def test_every_lesson_panel_is_drawn_and_named_by_its_figure_and_sized_by_an_est
         panels = source.count("gpulab.widgets.Panel(")
         drawn_by = re.findall(r"\bplot=gpulab\.figures\.(\w+)", source)
         assert len(drawn_by) == source.count("estimate_s=") == panels, (
-            f"{path.name}: every panel is drawn by a gpulab.figures function and sized by an estimate_s")
+            f"{path.name}: every panel is drawn by a gpulab.figures function and sized by an estimate_s"
+        )
         assert not re.search(r'\bname="\d\d_', source), f"{path.name}: a panel's name is its figure's, not given again"
         for function in drawn_by:
             name = getattr(getattr(figures, function), "panel_name", None)
             assert figures.PANELS.get(name) is getattr(figures, function), (
-                f"{path.name}: gpulab.figures.{function} is no panel's figure (register it with @figures.panel)")
+                f"{path.name}: gpulab.figures.{function} is no panel's figure (register it with @figures.panel)"
+            )
             assert name.startswith(path.stem[:3]), f"{path.name}: panel {name!r} should start with {path.stem[:3]!r}"
         names += drawn_by
     assert len(names) == len(set(names)), f"a figure draws two panels: {names}"
@@ -187,7 +197,7 @@ def test_every_lesson_panel_is_drawn_and_named_by_its_figure_and_sized_by_an_est
 
 def test_each_figure_reads_the_reference_recorded_under_its_own_name(monkeypatch):
     loaded = []
-    monkeypatch.setattr(reference, "load", lambda name: loaded.append(name))      # and no reference: None
+    monkeypatch.setattr(reference, "load", lambda name: loaded.append(name))  # and no reference: None
     for name, result in real_gpu_results().items():
         loaded.clear()
         figures.PANELS[name](result, plots.new_figure((11.0, 3.6)))
@@ -268,8 +278,9 @@ def test_every_panel_on_this_machine_draws_readable_axes_with_data(lesson_runs):
         if note is not None:
             assert not any(note.get_window_extent().overlaps(ax.get_window_extent()) for ax in figure.axes), name
         known = [line for ax in figure.axes for line in data_lines(ax) if line.get_gid().startswith("known|")]
-        assert all(any(word in line.get_label() for word in ("theoretical", "spec sheet", "model")) for line in known), (
-            f"{name}: a figure not measured here must say what it is: {[line.get_label() for line in known]}")
+        assert all(
+            any(word in line.get_label() for word in ("theoretical", "spec sheet", "model")) for line in known
+        ), f"{name}: a figure not measured here must say what it is: {[line.get_label() for line in known]}"
 
 
 # How each panel's result would look recorded on a GPU: this machine's numbers under a GPU's
@@ -283,19 +294,27 @@ def _gpu_shaped(result, series_key, mapping, **extra):
 
 
 def _roofline_shaped(result):
-    mine = result["device"]      # "cpu" here, "cuda:0" on a GPU
-    shaped, pairs = _gpu_shaped(result, "gflops", {"cuda:0": mine}, device="cuda:0",
-                                ceilings={"cuda:0": result["ceilings"][mine]})
+    mine = result["device"]  # "cpu" here, "cuda:0" on a GPU
+    shaped, pairs = _gpu_shaped(
+        result, "gflops", {"cuda:0": mine}, device="cuda:0", ceilings={"cuda:0": result["ceilings"][mine]}
+    )
     return shaped, {**pairs, "roof cuda:0": f"roof {mine}"}
 
 
 def _bandwidth_shaped(result):
-    if "host memory copy" not in result["gbps"]:             # measured on a GPU already
+    if "host memory copy" not in result["gbps"]:  # measured on a GPU already
         return _gpu_shaped(result, "gbps", {name: name for name in result["gbps"]})
     return _gpu_shaped(
-        result, "gbps", {f"{d} {m}": "host memory copy" for d in ("host→device", "device→host")
-                         for m in ("pageable", "pinned", "pinned + non_blocking")},
-        device="cuda:0", pin_seconds=[n / (g * 1e9) for n, g in zip(result["sizes"], result["gbps"]["host memory copy"])])
+        result,
+        "gbps",
+        {
+            f"{d} {m}": "host memory copy"
+            for d in ("host→device", "device→host")
+            for m in ("pageable", "pinned", "pinned + non_blocking")
+        },
+        device="cuda:0",
+        pin_seconds=[n / (g * 1e9) for n, g in zip(result["sizes"], result["gbps"]["host memory copy"])],
+    )
 
 
 GPU_SHAPED = {
@@ -307,23 +326,36 @@ GPU_SHAPED = {
     "02_sync": lambda r: _gpu_shaped(r, "seconds_per_step", {k: k for k in r["seconds_per_step"]}, device="cuda:0"),
     "03_throughput": lambda r: _gpu_shaped(r, "samples_per_s", {"cpu": "cpu", "cuda:0": "cpu"}),
     "03_placement": lambda r: _gpu_shaped(
-        r, "ms_per_step", {k: "kept on the device" for k in
-                           ("kept on the device", "moved every step", "moved every step, pinned + non_blocking")},
-        device="cuda:0"),
+        r,
+        "ms_per_step",
+        {
+            k: "kept on the device"
+            for k in ("kept on the device", "moved every step", "moved every step, pinned + non_blocking")
+        },
+        device="cuda:0",
+    ),
     "04_batch": lambda r: _gpu_shaped(r, "bytes", {"peak, CUDA allocator": "peak, live tensors"}, device="cuda:0"),
     "04_checkpoint": lambda r: _checkpoint_shaped(r),
     "04_timeline": lambda r: _gpu_shaped(r, "bytes", {"CUDA allocator": "live tensors"}, device="cuda:0"),
-    "05_matmul": lambda r: _gpu_shaped(r, "tflops", {"float32": "float32", "tf32": "float32", "bfloat16": "bfloat16",
-                                                     "float16": "bfloat16"}, device="cuda:0"),
+    "05_matmul": lambda r: _gpu_shaped(
+        r,
+        "tflops",
+        {"float32": "float32", "tf32": "float32", "bfloat16": "bfloat16", "float16": "bfloat16"},
+        device="cuda:0",
+    ),
     "05_step": lambda r: _gpu_shaped(r, "loss", {name: name for name in r["loss"]}, device="cuda:0"),
     "05_underflow": lambda r: _gpu_shaped(r, "counts", {name: name for name in r["counts"]}, device="cuda:0"),
-    "06_allreduce": lambda r: _gpu_shaped(r, "seconds", {name: name for name in r["seconds"]}, device="cuda:0",
-                                          backend="nccl"),
+    "06_allreduce": lambda r: _gpu_shaped(
+        r, "seconds", {name: name for name in r["seconds"]}, device="cuda:0", backend="nccl"
+    ),
     "06_throughput": lambda r: _gpu_shaped(r, "samples_per_s", {"DDP": "DDP"}, device="cuda:0", backend="nccl"),
-    "06_gradients": lambda r: _gpu_shaped(r, "max_abs_difference", {name: name for name in r["max_abs_difference"]},
-                                          device="cuda:0", backend="nccl"),
+    "06_gradients": lambda r: _gpu_shaped(
+        r, "max_abs_difference", {name: name for name in r["max_abs_difference"]}, device="cuda:0", backend="nccl"
+    ),
     "07_profile": lambda r: (dict(r, device="cuda:0"), {}),
-    "07_sawtooth": lambda r: _gpu_shaped(r, "gflops", {"float16": next(iter(r["gflops"]))}, device="cuda:0", dtype="float16"),
+    "07_sawtooth": lambda r: _gpu_shaped(
+        r, "gflops", {"float16": next(iter(r["gflops"]))}, device="cuda:0", dtype="float16"
+    ),
     "07_cudnn": lambda r: _gpu_shaped(r, "ms", {name: name for name in r["ms"]}, device="cuda:0"),
     "07_slow_loop": lambda r: _gpu_shaped(r, "ms_per_epoch", {"one epoch": "one epoch"}, device="cuda:0"),
 }
@@ -332,9 +364,15 @@ OWN_ONLY = {"07_profile"}
 
 
 def _checkpoint_shaped(result):
-    shaped, memory = _gpu_shaped(result, "peak_bytes", {f"{way}, CUDA allocator": f"{way}, live tensors"
-                                                        for way in ("checkpoint every k-th block", "no checkpointing")},
-                                 device="cuda:0")
+    shaped, memory = _gpu_shaped(
+        result,
+        "peak_bytes",
+        {
+            f"{way}, CUDA allocator": f"{way}, live tensors"
+            for way in ("checkpoint every k-th block", "no checkpointing")
+        },
+        device="cuda:0",
+    )
     return shaped, {**memory, **{name: name for name in result["ms_per_step"]}}
 
 
@@ -344,19 +382,29 @@ PIN_PAIRS = {"pin_memory": "host copy time", "copy from pinned": "host copy time
 ON_REFERENCE_CPU = {"00_amdahl"}
 
 
-def test_a_reference_is_drawn_in_the_readers_units_and_only_gpu_curves_carry_its_name(lesson_runs, tmp_path, monkeypatch):
+def test_a_reference_is_drawn_in_the_readers_units_and_only_gpu_curves_carry_its_name(
+    lesson_runs, tmp_path, monkeypatch
+):
     assert set(GPU_SHAPED) == set(lesson_runs), "add a GPU_SHAPED entry for every new panel"
     folder = tmp_path / "references"
     folder.mkdir()
     pairs = {}
     for name, item in lesson_runs.items():
         shaped, pairs[name] = GPU_SHAPED[name](item.panel.result)
-        record = {"device": {"device": "cuda:0", "name": "Test GPU", "type": "cuda"}, "torch": "2.11.0",
-                  "devices": [{"device": "cpu", "name": "Test CPU", "type": "cpu", "cores": 16},
-                              {"device": "cuda:0", "name": "Test GPU", "type": "cuda"}],
-                  "recorded": "2026-11-21", "command": "gpulab bench out", "result": shaped}
+        record = {
+            "device": {"device": "cuda:0", "name": "Test GPU", "type": "cuda"},
+            "torch": "2.11.0",
+            "devices": [
+                {"device": "cpu", "name": "Test CPU", "type": "cpu", "cores": 16},
+                {"device": "cuda:0", "name": "Test GPU", "type": "cuda"},
+            ],
+            "recorded": "2026-11-21",
+            "command": "gpulab bench out",
+            "result": shaped,
+        }
         (folder / f"{name}.json").write_text(json.dumps(record))
     monkeypatch.setattr(reference, "_folder", lambda: folder)
+
     def yours_of(ax):
         return {line.get_gid().split("|", 1)[1]: line for line in data_lines(ax) if line.get_gid().startswith("yours|")}
 
@@ -366,15 +414,18 @@ def test_a_reference_is_drawn_in_the_readers_units_and_only_gpu_curves_carry_its
         figure = drawn(item.panel)
         lines = [line for ax in figure.axes for line in data_lines(ax)]
         yours = {key: line for ax in figure.axes for key, line in yours_of(ax).items()}
-        theirs = [(ax, line) for ax in figure.axes for line in data_lines(ax) if line.get_gid().startswith("reference|")]
+        theirs = [
+            (ax, line) for ax in figure.axes for line in data_lines(ax) if line.get_gid().startswith("reference|")
+        ]
         assert theirs, f"{name}: the reference is not drawn"
         assert not [line for line in lines if line.get_gid().startswith("known|")], (
-            f"{name}: with a reference recorded, well-known figures are not needed")
+            f"{name}: with a reference recorded, well-known figures are not needed"
+        )
         for ax, line in theirs:
             series = line.get_gid().split("|", 1)[1]
             pins = PIN_PAIRS if "host memory copy" in item.panel.result.get("gbps", {}) else {}
-            paired = {**pairs[name], **pins}.get(series, series)     # on a GPU a pinning curve pairs with its own
-            mine = yours_of(ax).get(paired, yours[paired])          # on the same axes where there is one
+            paired = {**pairs[name], **pins}.get(series, series)  # on a GPU a pinning curve pairs with its own
+            mine = yours_of(ax).get(paired, yours[paired])  # on the same axes where there is one
             if name in ON_REFERENCE_CPU:
                 assert "Test CPU" in line.get_label() and "Test GPU" not in line.get_label(), (name, line.get_label())
             else:
@@ -382,95 +433,259 @@ def test_a_reference_is_drawn_in_the_readers_units_and_only_gpu_curves_carry_its
             assert list(line.get_xdata()) == list(mine.get_xdata()), (name, series)
             assert np.allclose(line.get_ydata(), mine.get_ydata()), (
                 f"{name}: the reference's {series!r} and your {mine.get_gid()!r} hold the same numbers "
-                "but are drawn at different heights: different units")
+                "but are drawn at different heights: different units"
+            )
         assert not any("Test GPU" in line.get_label() for line in lines if line.get_gid().startswith("yours|")), name
 
 
 def real_gpu_results():
     # Results shaped like a reader's on a CUDA machine (made up), to draw the figures' GPU paths.
     sizes = [4096, 16384, 65536]
-    gbps = {f"{d} {m}": [1.0, 4.0, 9.0] for d in ("host→device", "device→host")
-            for m in ("pageable", "pinned", "pinned + non_blocking")}
+    gbps = {
+        f"{d} {m}": [1.0, 4.0, 9.0]
+        for d in ("host→device", "device→host")
+        for m in ("pageable", "pinned", "pinned + non_blocking")
+    }
     threads = [1, 2, 4, 8, 16, 32]
     return {
-        "00_roofline": {"device": "cuda:0", "dtype": "float32", "width": 4096, "batches": [1, 4, 16],
-                        "intensity": [0.5, 2.0, 7.9], "gflops": {"cuda:0": [1500.0, 6000.0, 24000.0]},
-                        "ceilings": {"cuda:0": {"float32": 50000.0, "bfloat16": 700000.0, "copy_gbps": 3000.0}}},
+        "00_roofline": {
+            "device": "cuda:0",
+            "dtype": "float32",
+            "width": 4096,
+            "batches": [1, 4, 16],
+            "intensity": [0.5, 2.0, 7.9],
+            "gflops": {"cuda:0": [1500.0, 6000.0, 24000.0]},
+            "ceilings": {"cuda:0": {"float32": 50000.0, "bfloat16": 700000.0, "copy_gbps": 3000.0}},
+        },
         "00_overhead": {"sizes": [4, 64, 1024], "seconds": {"cpu": [3e-6, 3e-6, 4e-6], "cuda:0": [6e-6, 6e-6, 6e-6]}},
-        "00_amdahl": {"n": 512, "cores": 16, "threads": threads, "seconds": [1.0, 0.52, 0.27, 0.15, 0.1, 0.11],
-                      "speedup": {"measured": [1.0, 1.9, 3.7, 6.6, 10.0, 9.1]}, "p": 0.95,
-                      "law": {"processors": [1, 2, 4, 8], "speedup": [1 / (0.05 + 0.95 / n) for n in (1, 2, 4, 8)]},
-                      "fit": {"p": 0.96, "processors": threads, "speedup": [1 / (0.04 + 0.96 / n) for n in threads]}},
-        "01_matmul": {"sizes": [32, 64, 128], "dtype": "float32",
-                      "seconds": {"cpu": [1e-5, 8e-5, 6e-4], "cuda:0": [2e-5, 2e-5, 3e-5]}},
+        "00_amdahl": {
+            "n": 512,
+            "cores": 16,
+            "threads": threads,
+            "seconds": [1.0, 0.52, 0.27, 0.15, 0.1, 0.11],
+            "speedup": {"measured": [1.0, 1.9, 3.7, 6.6, 10.0, 9.1]},
+            "p": 0.95,
+            "law": {"processors": [1, 2, 4, 8], "speedup": [1 / (0.05 + 0.95 / n) for n in (1, 2, 4, 8)]},
+            "fit": {"p": 0.96, "processors": threads, "speedup": [1 / (0.04 + 0.96 / n) for n in threads]},
+        },
+        "01_matmul": {
+            "sizes": [32, 64, 128],
+            "dtype": "float32",
+            "seconds": {"cpu": [1e-5, 8e-5, 6e-4], "cuda:0": [2e-5, 2e-5, 3e-5]},
+        },
         "02_bandwidth": {"device": "cuda:0", "sizes": sizes, "gbps": gbps, "pin_seconds": [1e-5, 2e-5, 5e-5]},
-        "02_sync": {"device": "cuda:0", "steps": [1, 4, 16], "seconds_per_step": {
-            ".item() every step": [3e-5, 3e-5, 3e-5], "log on the device, sync once": [3e-5, 1e-5, 6e-6]}},
-        "03_throughput": {"batches": [8, 16, 32], "width": 512,
-                          "samples_per_s": {"cpu": [1e4, 2e4, 3e4], "cuda:0": [1e4, 3e4, 9e4]}},
-        "03_placement": {"device": "cuda:0", "batches": [16, 32, 64], "sample_bytes": 12296, "ms_per_step": {
-            "moved every step": [0.3, 0.5, 0.9], "kept on the device": [0.2, 0.2, 0.3],
-            "moved every step, pinned + non_blocking": [0.25, 0.3, 0.5]}},
-        "04_batch": {"device": "cuda:0", "width": 128, "depth": 4, "optimizer": "Adam", "batches": [16, 32, 64],
-                     "bytes": {"parameters + gradients + optimizer state": [8e6] * 3, "saved activations": [3e5, 6e5, 1.2e6],
-                               "estimate": [8.3e6, 8.6e6, 9.2e6], "peak, live tensors": [8.5e6, 8.8e6, 9.5e6],
-                               "peak, CUDA allocator": [9e6, 9.3e6, 1e7]},
-                     "budget": 2**34, "budget_applied": "allocator", "largest_batch": 900_000, "returned_to_baseline": True},
-        "04_checkpoint": {"device": "cuda:0", "width": 128, "depth": 8, "batch": 512, "every": [1, 2, 4, 8],
-                          "peak_bytes": {"checkpoint every k-th block, live tensors": [7e6, 1.3e7, 1.7e7, 1.9e7],
-                                         "no checkpointing, live tensors": [2e7] * 4,
-                                         "checkpoint every k-th block, CUDA allocator": [8e6, 1.4e7, 1.8e7, 2e7],
-                                         "no checkpointing, CUDA allocator": [2.1e7] * 4},
-                          "ms_per_step": {"checkpoint every k-th block": [0.5, 0.45, 0.4, 0.38], "no checkpointing": [0.36] * 4}},
-        "04_timeline": {"device": "cuda:0", "width": 128, "depth": 4, "batch": 512, "optimizer": "Adam", "steps": 1,
-                        "events": [0, 1, 2, 3, 4, 5], "parameters": 2e6,
-                        "bytes": {"live tensors": [2.5e6, 3e6, 3.5e6, 3e6, 2.5e6, 6e6],
-                                  "CUDA allocator": [2.6e6, 3.1e6, 3.6e6, 3.1e6, 2.6e6, 6.1e6]},
-                        "phases": [[0, 3, "forward"], [3, 5, "backward"], [5, 6, "optimizer"]]},
-        "05_matmul": {"device": "cuda:0", "sizes": [1024, 2048, 4096],
-                      "tflops": {"float32": [30.0, 45.0, 50.0], "tf32": [150.0, 300.0, 380.0],
-                                 "bfloat16": [300.0, 550.0, 700.0], "float16": [310.0, 560.0, 720.0]}},
-        "05_step": {"device": "cuda:0", "dtype": "bfloat16", "width": 4096, "batch": 128, "steps": [1, 2, 3],
-                    "loss": {"float32 (no autocast)": [1.0, 0.8, 0.7], "autocast bfloat16": [1.0, 0.81, 0.7]},
-                    "ms_per_step": {"float32 (no autocast)": 2.0, "autocast bfloat16": 0.8},
-                    "peak_bytes": {"float32 (no autocast)": 4e8, "autocast bfloat16": 3e8}},
-        "05_underflow": {"device": "cuda:0", "scale": 65536.0, "bin_centres": [1e-9, 1e-6, 1e-3, 1.0],
-                         "counts": {"fp16 gradients, unscaled": [10.0, 500.0, 100.0, 0.0],
-                                    "fp16 gradients, scaled": [0.0, 10.0, 500.0, 100.0]},
-                         "flushed": {"fp16 gradients, unscaled": 0.01, "fp16 gradients, scaled": 0.0}, "overflowed": 0.0,
-                         "fp16_smallest_normal": 6.1e-5, "fp16_smallest_subnormal": 6e-8,
-                         "trace": {"steps": [1, 2, 3, 4], "scale": [65536.0, 65536.0, 131072.0, 65536.0],
-                                   "skipped": [False, False, True, False], "inf_at": 3, "growth_interval": 2}},
-        "06_allreduce": {"backend": "nccl", "device": "cuda:0", "sizes": [4096, 65536, 1048576, 16777216],
-                         "seconds": {"2 processes": [2e-5, 2.5e-5, 4e-5, 2.4e-4], "4 processes": [3e-5, 3.5e-5, 6e-5, 4e-4]},
-                         "busbw_gbps": {"2 processes": [0.2, 2.6, 26.0, 70.0], "4 processes": [0.2, 2.8, 26.0, 63.0]},
-                         "fit": {"2 processes": {"alpha_s": 2e-5, "beta_s_per_byte": 1.3e-11},
-                                 "4 processes": {"alpha_s": 3e-5, "beta_s_per_byte": 2.2e-11}}},
-        "06_throughput": {"backend": "nccl", "device": "cuda:0", "processes": [1, 2, 4], "threads": 4, "width": 512,
-                          "batch": 256, "cores": 16, "samples_per_s": {"DDP": [1e5, 1.9e5, 3.7e5]}},
-        "06_gradients": {"backend": "nccl", "device": "cuda:0", "parameters": ["0.weight", "0.bias", "2.weight"],
-                         "global_batch": 64, "world": 2, "largest_gradient": 0.2,
-                         "max_abs_difference": {"DDP, all-reduced": [1e-8, 0.0, 2e-8], "rank 0's share alone": [0.04, 0.02, 0.1]}},
-        "07_profile": {"device": "cuda:0", "batch": 256, "width": 2048, "steps": 2, "by": "self device time",
-                       "ops": ["aten::mm", "aten::addmm", "aten::threshold_backward"], "ms_per_step": [0.4, 0.3, 0.05],
-                       "calls_per_step": [5, 3, 2],
-                       "trace": [{"name": "ProfilerStep#1", "category": "user_annotation", "row": "CPU · main thread",
-                                  "start_us": 0.0, "duration_us": 900.0, "depth": 0},
-                                 {"name": "forward", "category": "user_annotation", "row": "CPU · main thread",
-                                  "start_us": 10.0, "duration_us": 300.0, "depth": 1},
-                                 {"name": "sm90_xmma_gemm", "category": "kernel", "row": "GPU 0 · stream 7",
-                                  "start_us": 200.0, "duration_us": 400.0, "depth": 0},
-                                 {"name": "elementwise_kernel", "category": "kernel", "row": "GPU 0 · stream 7",
-                                  "start_us": 650.0, "duration_us": 50.0, "depth": 0}]},
-        "07_sawtooth": {"device": "cuda:0", "dtype": "float16", "middle": 4096, "sizes": [4094, 4095, 4096, 4097],
-                        "gflops": {"float16": [5.5e5, 5.1e5, 6.2e5, 4.4e5]}},
-        "07_cudnn": {"device": "cuda:0", "image_sizes": [32, 48], "steps_per_size": 2, "steps": [1, 2, 3, 4],
-                     "ms": {"benchmark off": [1.2, 0.5, 1.1, 0.6], "benchmark on": [30.0, 0.4, 25.0, 0.5]}},
-        "07_slow_loop": {"device": "cuda:0", "samples": 1024, "versions": ["as written", "loop fixed (1, 3)", "+ buffer (2)",
-                                                                            "+ batch 256 (4)"],
-                         "stage": [0, 1, 2, 3], "ms_per_epoch": {"one epoch": [90.0, 30.0, 20.0, 1.2]},
-                         "profiled_samples": 1024, "counts": {"syncs": [128, 0, 0, 0], ".to calls": [384, 130, 2, 2],
-                                    "tensors made in forward": [128, 128, 0, 0], "optimizer steps": [128, 128, 128, 4]}},
+        "02_sync": {
+            "device": "cuda:0",
+            "steps": [1, 4, 16],
+            "seconds_per_step": {
+                ".item() every step": [3e-5, 3e-5, 3e-5],
+                "log on the device, sync once": [3e-5, 1e-5, 6e-6],
+            },
+        },
+        "03_throughput": {
+            "batches": [8, 16, 32],
+            "width": 512,
+            "samples_per_s": {"cpu": [1e4, 2e4, 3e4], "cuda:0": [1e4, 3e4, 9e4]},
+        },
+        "03_placement": {
+            "device": "cuda:0",
+            "batches": [16, 32, 64],
+            "sample_bytes": 12296,
+            "ms_per_step": {
+                "moved every step": [0.3, 0.5, 0.9],
+                "kept on the device": [0.2, 0.2, 0.3],
+                "moved every step, pinned + non_blocking": [0.25, 0.3, 0.5],
+            },
+        },
+        "04_batch": {
+            "device": "cuda:0",
+            "width": 128,
+            "depth": 4,
+            "optimizer": "Adam",
+            "batches": [16, 32, 64],
+            "bytes": {
+                "parameters + gradients + optimizer state": [8e6] * 3,
+                "saved activations": [3e5, 6e5, 1.2e6],
+                "estimate": [8.3e6, 8.6e6, 9.2e6],
+                "peak, live tensors": [8.5e6, 8.8e6, 9.5e6],
+                "peak, CUDA allocator": [9e6, 9.3e6, 1e7],
+            },
+            "budget": 2**34,
+            "budget_applied": "allocator",
+            "largest_batch": 900_000,
+            "returned_to_baseline": True,
+        },
+        "04_checkpoint": {
+            "device": "cuda:0",
+            "width": 128,
+            "depth": 8,
+            "batch": 512,
+            "every": [1, 2, 4, 8],
+            "peak_bytes": {
+                "checkpoint every k-th block, live tensors": [7e6, 1.3e7, 1.7e7, 1.9e7],
+                "no checkpointing, live tensors": [2e7] * 4,
+                "checkpoint every k-th block, CUDA allocator": [8e6, 1.4e7, 1.8e7, 2e7],
+                "no checkpointing, CUDA allocator": [2.1e7] * 4,
+            },
+            "ms_per_step": {"checkpoint every k-th block": [0.5, 0.45, 0.4, 0.38], "no checkpointing": [0.36] * 4},
+        },
+        "04_timeline": {
+            "device": "cuda:0",
+            "width": 128,
+            "depth": 4,
+            "batch": 512,
+            "optimizer": "Adam",
+            "steps": 1,
+            "events": [0, 1, 2, 3, 4, 5],
+            "parameters": 2e6,
+            "bytes": {
+                "live tensors": [2.5e6, 3e6, 3.5e6, 3e6, 2.5e6, 6e6],
+                "CUDA allocator": [2.6e6, 3.1e6, 3.6e6, 3.1e6, 2.6e6, 6.1e6],
+            },
+            "phases": [[0, 3, "forward"], [3, 5, "backward"], [5, 6, "optimizer"]],
+        },
+        "05_matmul": {
+            "device": "cuda:0",
+            "sizes": [1024, 2048, 4096],
+            "tflops": {
+                "float32": [30.0, 45.0, 50.0],
+                "tf32": [150.0, 300.0, 380.0],
+                "bfloat16": [300.0, 550.0, 700.0],
+                "float16": [310.0, 560.0, 720.0],
+            },
+        },
+        "05_step": {
+            "device": "cuda:0",
+            "dtype": "bfloat16",
+            "width": 4096,
+            "batch": 128,
+            "steps": [1, 2, 3],
+            "loss": {"float32 (no autocast)": [1.0, 0.8, 0.7], "autocast bfloat16": [1.0, 0.81, 0.7]},
+            "ms_per_step": {"float32 (no autocast)": 2.0, "autocast bfloat16": 0.8},
+            "peak_bytes": {"float32 (no autocast)": 4e8, "autocast bfloat16": 3e8},
+        },
+        "05_underflow": {
+            "device": "cuda:0",
+            "scale": 65536.0,
+            "bin_centres": [1e-9, 1e-6, 1e-3, 1.0],
+            "counts": {
+                "fp16 gradients, unscaled": [10.0, 500.0, 100.0, 0.0],
+                "fp16 gradients, scaled": [0.0, 10.0, 500.0, 100.0],
+            },
+            "flushed": {"fp16 gradients, unscaled": 0.01, "fp16 gradients, scaled": 0.0},
+            "overflowed": 0.0,
+            "fp16_smallest_normal": 6.1e-5,
+            "fp16_smallest_subnormal": 6e-8,
+            "trace": {
+                "steps": [1, 2, 3, 4],
+                "scale": [65536.0, 65536.0, 131072.0, 65536.0],
+                "skipped": [False, False, True, False],
+                "inf_at": 3,
+                "growth_interval": 2,
+            },
+        },
+        "06_allreduce": {
+            "backend": "nccl",
+            "device": "cuda:0",
+            "sizes": [4096, 65536, 1048576, 16777216],
+            "seconds": {"2 processes": [2e-5, 2.5e-5, 4e-5, 2.4e-4], "4 processes": [3e-5, 3.5e-5, 6e-5, 4e-4]},
+            "busbw_gbps": {"2 processes": [0.2, 2.6, 26.0, 70.0], "4 processes": [0.2, 2.8, 26.0, 63.0]},
+            "fit": {
+                "2 processes": {"alpha_s": 2e-5, "beta_s_per_byte": 1.3e-11},
+                "4 processes": {"alpha_s": 3e-5, "beta_s_per_byte": 2.2e-11},
+            },
+        },
+        "06_throughput": {
+            "backend": "nccl",
+            "device": "cuda:0",
+            "processes": [1, 2, 4],
+            "threads": 4,
+            "width": 512,
+            "batch": 256,
+            "cores": 16,
+            "samples_per_s": {"DDP": [1e5, 1.9e5, 3.7e5]},
+        },
+        "06_gradients": {
+            "backend": "nccl",
+            "device": "cuda:0",
+            "parameters": ["0.weight", "0.bias", "2.weight"],
+            "global_batch": 64,
+            "world": 2,
+            "largest_gradient": 0.2,
+            "max_abs_difference": {"DDP, all-reduced": [1e-8, 0.0, 2e-8], "rank 0's share alone": [0.04, 0.02, 0.1]},
+        },
+        "07_profile": {
+            "device": "cuda:0",
+            "batch": 256,
+            "width": 2048,
+            "steps": 2,
+            "by": "self device time",
+            "ops": ["aten::mm", "aten::addmm", "aten::threshold_backward"],
+            "ms_per_step": [0.4, 0.3, 0.05],
+            "calls_per_step": [5, 3, 2],
+            "trace": [
+                {
+                    "name": "ProfilerStep#1",
+                    "category": "user_annotation",
+                    "row": "CPU · main thread",
+                    "start_us": 0.0,
+                    "duration_us": 900.0,
+                    "depth": 0,
+                },
+                {
+                    "name": "forward",
+                    "category": "user_annotation",
+                    "row": "CPU · main thread",
+                    "start_us": 10.0,
+                    "duration_us": 300.0,
+                    "depth": 1,
+                },
+                {
+                    "name": "sm90_xmma_gemm",
+                    "category": "kernel",
+                    "row": "GPU 0 · stream 7",
+                    "start_us": 200.0,
+                    "duration_us": 400.0,
+                    "depth": 0,
+                },
+                {
+                    "name": "elementwise_kernel",
+                    "category": "kernel",
+                    "row": "GPU 0 · stream 7",
+                    "start_us": 650.0,
+                    "duration_us": 50.0,
+                    "depth": 0,
+                },
+            ],
+        },
+        "07_sawtooth": {
+            "device": "cuda:0",
+            "dtype": "float16",
+            "middle": 4096,
+            "sizes": [4094, 4095, 4096, 4097],
+            "gflops": {"float16": [5.5e5, 5.1e5, 6.2e5, 4.4e5]},
+        },
+        "07_cudnn": {
+            "device": "cuda:0",
+            "image_sizes": [32, 48],
+            "steps_per_size": 2,
+            "steps": [1, 2, 3, 4],
+            "ms": {"benchmark off": [1.2, 0.5, 1.1, 0.6], "benchmark on": [30.0, 0.4, 25.0, 0.5]},
+        },
+        "07_slow_loop": {
+            "device": "cuda:0",
+            "samples": 1024,
+            "versions": ["as written", "loop fixed (1, 3)", "+ buffer (2)", "+ batch 256 (4)"],
+            "stage": [0, 1, 2, 3],
+            "ms_per_epoch": {"one epoch": [90.0, 30.0, 20.0, 1.2]},
+            "profiled_samples": 1024,
+            "counts": {
+                "syncs": [128, 0, 0, 0],
+                ".to calls": [384, 130, 2, 2],
+                "tensors made in forward": [128, 128, 0, 0],
+                "optimizer steps": [128, 128, 128, 4],
+            },
+        },
     }
 
 
@@ -479,12 +694,22 @@ def test_a_readers_gpu_results_draw_every_pane_and_no_stand_ins(lesson_runs):
     assert set(results) == set(lesson_runs)
     for name, result in results.items():
         figure = drawn(lesson_runs[name].panel, result)
-        assert len(figure.axes) == {"00_overhead": 2, "01_matmul": 2, "02_bandwidth": 3, "04_checkpoint": 2,
-                                     "05_underflow": 2, "06_allreduce": 2, "07_profile": 2, "07_slow_loop": 2}.get(name, 1), name
+        assert len(figure.axes) == {
+            "00_overhead": 2,
+            "01_matmul": 2,
+            "02_bandwidth": 3,
+            "04_checkpoint": 2,
+            "05_underflow": 2,
+            "06_allreduce": 2,
+            "07_profile": 2,
+            "07_slow_loop": 2,
+        }.get(name, 1), name
         for ax in figure.axes:
             lines = data_lines(ax)
             assert measured_points(ax) and not [line for line in lines if line.get_gid().startswith("known|")], (
-                name, ax.get_title())
+                name,
+                ax.get_title(),
+            )
             assert len(labelled(ax, "y")) >= 3, (name, ax.get_title(), labelled(ax, "y"))
         assert figure._supxlabel is None, f"{name}: nothing to note when the reader has a GPU"
 
@@ -493,8 +718,12 @@ def test_the_bandwidth_figure_draws_an_accelerator_that_could_not_pin_memory(tmp
     # Lesson 02's sweep leaves out the pinned copies where allocating pinned memory raises.
     monkeypatch.setattr(reference, "_folder", lambda: tmp_path)
     sizes = [4096, 65536, 2**20]
-    result = {"device": "mps:0", "sizes": sizes, "pin_seconds": [],
-              "gbps": {"host→device pageable": [0.5, 4.0, 9.0], "device→host pageable": [0.4, 3.5, 8.0]}}
+    result = {
+        "device": "mps:0",
+        "sizes": sizes,
+        "pin_seconds": [],
+        "gbps": {"host→device pageable": [0.5, 4.0, 9.0], "device→host pageable": [0.4, 3.5, 8.0]},
+    }
     figure = plots.new_figure((11.0, 3.6))
     figures.bandwidth(result, figure)
     figure.canvas.draw()
@@ -548,7 +777,7 @@ def test_the_largest_batch_is_found_by_bisection_with_the_out_of_memory_error_ca
 
     budget = 32 * 2**20
     best, back = namespace["largest_batch_within"](budget, torch.device("cpu"), estimate)
-    assert best == (budget - 8 * 2**20) // 18_000 and back is None       # nothing was allocated on the CPU
+    assert best == (budget - 8 * 2**20) // 18_000 and back is None  # nothing was allocated on the CPU
     assert len(tried) <= 26, f"bisection over 2**24 sizes took {len(tried)} tries"
     assert namespace["largest_batch_within"](2**20, torch.device("cpu"), estimate) == (None, None)
 
@@ -561,7 +790,7 @@ def test_a_panel_that_runs_out_of_memory_gives_it_all_back_and_runs_again(lesson
     ledger = TensorLedger(device)
 
     def greedy_step(progress, fail):
-        kept = namespace["allocate"](64 * 2**20)        # what the step holds when it runs out
+        kept = namespace["allocate"](64 * 2**20)  # what the step holds when it runs out
         if fail:
             namespace["allocate"](namespace["too_much"])
         return kept.numel()
@@ -584,21 +813,28 @@ def test_on_cuda_the_budget_really_limits_the_process_and_memory_comes_back(less
     best, back = namespace["largest_batch_within"](512 * 2**20, device, lambda batch: 0)
     assert best is not None and back is True
     assert torch.cuda.memory_allocated(device) == before
-    big = torch.empty(768 * 2**20, dtype=torch.uint8, device=device)    # over the budget: the limit was lifted
+    big = torch.empty(768 * 2**20, dtype=torch.uint8, device=device)  # over the budget: the limit was lifted
     del big
 
 
 @simulates
 def test_on_a_simulated_machine_the_bench_draws_figures_and_records_nothing(tmp_path):
     """A simulated GPU's timings are this CPU's: no reference record may come of them (issue: point 3)."""
-    write_lesson(tmp_path, "98_fake", SETUP + "import torch\nassert torch.cuda.is_available()\n",
-                 panel_cell("98_squares"))
-    done = subprocess.run([sys.executable, "-m", "gpulab", "bench", str(tmp_path / "out"), "--root", str(tmp_path)],
-                          env={**os.environ, "GPULAB_SIMULATE": "t4"}, capture_output=True, text=True, timeout=300)
+    write_lesson(
+        tmp_path, "98_fake", SETUP + "import torch\nassert torch.cuda.is_available()\n", panel_cell("98_squares")
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "gpulab", "bench", str(tmp_path / "out"), "--root", str(tmp_path)],
+        env={**os.environ, "GPULAB_SIMULATE": "t4"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["98_squares.png"]
     assert "simulated machine" in done.stdout and "no records" in done.stdout
     from gpulab import simulated
+
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(simulated, "is_simulating", lambda: True)
         with pytest.raises(bench.BenchError, match="simulated"):
@@ -608,14 +844,21 @@ def test_on_a_simulated_machine_the_bench_draws_figures_and_records_nothing(tmp_
 @simulates
 def test_a_figure_drawn_on_a_simulated_machine_says_so():
     """Nothing simulated passes for a GPU's result: every figure gpulab makes there carries the note."""
-    code = ("from gpulab import plots\nimport torch\nassert torch.cuda.is_available()\n"
-            "print(plots.SIMULATED_NOTE in plots.new_figure().__dict__.get('_gpulab_notes', []))")
+    code = (
+        "from gpulab import plots\nimport torch\nassert torch.cuda.is_available()\n"
+        "print(plots.SIMULATED_NOTE in plots.new_figure().__dict__.get('_gpulab_notes', []))"
+    )
     outputs = {}
     for machine in ("t4", None):
         env = {k: v for k, v in os.environ.items() if k != "GPULAB_SIMULATE"}
         if machine:
             env["GPULAB_SIMULATE"] = machine
-        done = subprocess.run([sys.executable, "-c", code if machine else code.replace("assert torch", "# ")],
-                              capture_output=True, text=True, env=env, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-c", code if machine else code.replace("assert torch", "# ")],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
         outputs[machine] = done.stdout.strip() or done.stderr[-500:]
     assert outputs == {"t4": "True", None: "False"}

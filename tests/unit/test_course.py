@@ -14,7 +14,8 @@ def test_the_repository_path_is_written_in_one_place(root):
     hits = [
         path.relative_to(root).as_posix()
         for path in root.rglob("*")
-        if path.is_file() and path.suffix in {".py", ".toml", ".cfg", ".yml", ".txt"}
+        if path.is_file()
+        and path.suffix in {".py", ".toml", ".cfg", ".yml", ".txt"}
         and not any(part.startswith(".") for part in path.relative_to(root).parts)
         and f'"{course.REPOSITORY}"' in path.read_text(encoding="utf-8", errors="ignore")
     ]
@@ -26,7 +27,8 @@ def test_header_has_title_badge_and_a_colab_only_setup_cell():
     assert title.startswith("# 01 · Devices: where tensors live\n")
     assert f"({course.colab_url('notebooks/01_devices.ipynb')})" in title
     assert course.colab_url("notebooks/01_devices.ipynb") == (
-        f"https://colab.research.google.com/github/{course.REPOSITORY}/blob/{course.BRANCH}/notebooks/01_devices.ipynb")
+        f"https://colab.research.google.com/github/{course.REPOSITORY}/blob/{course.BRANCH}/notebooks/01_devices.ipynb"
+    )
     assert 'if "google.colab" in sys.modules:' in setup
     assert f"git+https://github.com/{course.REPOSITORY}@{course.BRANCH}" in setup
 
@@ -50,7 +52,9 @@ def test_setup_cell_does_nothing_outside_colab():
 
 
 def test_exercise_and_solution_headers_say_what_they_are():
-    assert course.header_cells("exercises/01_devices.ipynb")[0].startswith("# 01 · Devices: where tensors live — exercises\n")
+    assert course.header_cells("exercises/01_devices.ipynb")[0].startswith(
+        "# 01 · Devices: where tensors live — exercises\n"
+    )
     assert "solutions/01_devices.ipynb" in course.header_cells("solutions/01_devices.ipynb")[0]
     with pytest.raises(ValueError):
         course.header_cells("notebooks/99_unknown.ipynb")
@@ -62,11 +66,19 @@ def test_sync_headers_repairs_a_notebook(tmp_path):
     stale = {
         "cells": [
             {"cell_type": "markdown", "id": "a", "metadata": {}, "source": ["# Old title"]},
-            {"cell_type": "code", "id": "b", "metadata": {}, "execution_count": None, "outputs": [],
-             "source": ["if 'google.colab' in sys.modules: pass"]},
+            {
+                "cell_type": "code",
+                "id": "b",
+                "metadata": {},
+                "execution_count": None,
+                "outputs": [],
+                "source": ["if 'google.colab' in sys.modules: pass"],
+            },
             {"cell_type": "markdown", "id": "c", "metadata": {}, "source": ["body"]},
         ],
-        "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
     }
     path.write_text(json.dumps(stale))
     assert course.sync_headers(tmp_path, check=True) == ["notebooks/01_devices.ipynb"]
@@ -93,6 +105,7 @@ def test_every_lesson_notebook_is_in_the_course_map(root):
 
 
 def test_headers_check_command_passes_on_the_repository(root):
-    done = subprocess.run([sys.executable, "-m", "gpulab", "headers", "--check", "--root", str(root)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "gpulab", "headers", "--check", "--root", str(root)], capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stdout + done.stderr

@@ -96,11 +96,19 @@ def test_peak_memory_bandwidth_is_double_data_rate_times_the_bus():
 
 
 def test_device_details_name_l2_and_peak_bandwidth_when_known():
-    info = devices.DeviceInfo(device="cuda:0", name="GPU", type="cuda", total_memory_bytes=80 * 2**30,
-                              compute_capability="9.0", multiprocessors=132, l2_cache_bytes=50 * 2**20,
-                              peak_memory_gbps=3352.3)
-    assert info.as_row()["details"] == ("compute capability 9.0, 132 multiprocessors, 50 MiB L2, "
-                                        "3,352 GB/s peak memory bandwidth")
+    info = devices.DeviceInfo(
+        device="cuda:0",
+        name="GPU",
+        type="cuda",
+        total_memory_bytes=80 * 2**30,
+        compute_capability="9.0",
+        multiprocessors=132,
+        l2_cache_bytes=50 * 2**20,
+        peak_memory_gbps=3352.3,
+    )
+    assert info.as_row()["details"] == (
+        "compute capability 9.0, 132 multiprocessors, 50 MiB L2, 3,352 GB/s peak memory bandwidth"
+    )
     bare = devices.DeviceInfo(device="xpu:0", name="GPU", type="xpu", total_memory_bytes=None)
     assert bare.as_row()["details"] == "—" and bare.as_row()["memory"] == "—"
 
@@ -156,12 +164,15 @@ class _Properties:
     pci_domain_id, pci_bus_id, pci_device_id = 0, 1, 0
 
 
-@pytest.mark.parametrize("gpu, port, expected", [
-    (("16.0 GT/s PCIe", 16), ("16.0 GT/s PCIe", 16), "PCIe 4.0 ×16"),
-    (("32.0 GT/s PCIe", 16), ("16.0 GT/s PCIe", 16), "PCIe 4.0 ×16"),     # an H100 in a PCIe 4.0 server
-    (("8 GT/s", 16), ("8 GT/s", 8), "PCIe 3.0 ×8"),                       # older kernels: no "PCIe"; a ×8 slot
-    (("8.0 GT/s PCIe", 16), ("Unknown", "255"), "PCIe 3.0 ×16"),          # a port that reports nothing usable
-])
+@pytest.mark.parametrize(
+    "gpu, port, expected",
+    [
+        (("16.0 GT/s PCIe", 16), ("16.0 GT/s PCIe", 16), "PCIe 4.0 ×16"),
+        (("32.0 GT/s PCIe", 16), ("16.0 GT/s PCIe", 16), "PCIe 4.0 ×16"),  # an H100 in a PCIe 4.0 server
+        (("8 GT/s", 16), ("8 GT/s", 8), "PCIe 3.0 ×8"),  # older kernels: no "PCIe"; a ×8 slot
+        (("8.0 GT/s PCIe", 16), ("Unknown", "255"), "PCIe 3.0 ×16"),  # a port that reports nothing usable
+    ],
+)
 def test_the_host_link_is_what_both_ends_of_it_support(tmp_path, monkeypatch, gpu, port, expected):
     _pci_tree(tmp_path, gpu, port)
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: _Properties())
@@ -171,9 +182,9 @@ def test_the_host_link_is_what_both_ends_of_it_support(tmp_path, monkeypatch, gp
 
 def test_the_host_link_is_unknown_where_linux_or_torch_does_not_tell(tmp_path, monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: _Properties())
-    assert devices.host_link(0, sysfs=str(tmp_path)) is None                 # no such device folder
+    assert devices.host_link(0, sysfs=str(tmp_path)) is None  # no such device folder
 
-    class Older:                                                             # a torch without PCI ids
+    class Older:  # a torch without PCI ids
         pass
 
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: Older())
@@ -184,4 +195,4 @@ def test_a_links_bandwidth_is_lanes_times_rate_times_coding():
     assert devices.HostLink(3, 16).gbps == pytest.approx(15.75, rel=1e-3)
     assert devices.HostLink(4, 16).gbps == pytest.approx(31.5, rel=1e-3)
     assert devices.HostLink(5, 16).gbps == pytest.approx(63.0, rel=1e-3)
-    assert devices.HostLink(2, 16).gbps == pytest.approx(8.0)                # 8b/10b coding
+    assert devices.HostLink(2, 16).gbps == pytest.approx(8.0)  # 8b/10b coding

@@ -70,8 +70,11 @@ def torchruns_left() -> list[int]:
     launcher = distributed._LAUNCHER
     if launcher is None:
         return []
-    return [pid for pid, stat in _processes.other_processes("stat")
-            if int(stat.rsplit(b")", 1)[1].split()[1]) == launcher.pid]
+    return [
+        pid
+        for pid, stat in _processes.other_processes("stat")
+        if int(stat.rsplit(b")", 1)[1].split()[1]) == launcher.pid
+    ]
 
 
 HANG = """
@@ -90,7 +93,10 @@ HANG = """
 
 
 def test_a_run_gives_back_rank_0s_result_every_ranks_log_and_its_progress(tmp_path, capsys):
-    script = write(tmp_path, "sum.py", """
+    script = write(
+        tmp_path,
+        "sum.py",
+        """
         import torch, torch.distributed as dist
         import gpulab.distributed as gd
 
@@ -104,7 +110,8 @@ def test_a_run_gives_back_rank_0s_result_every_ranks_log_and_its_progress(tmp_pa
         gd.save_result({"sum": total.item(), "world": dist.get_world_size(), "backend": dist.get_backend()})
         gd.finish()
         print("never printed: finish() is the end")
-    """)
+    """,
+    )
     seen = []
     run = distributed.torchrun(script, 3, threads=1, progress=lambda done, total: seen.append((done, total)))
     assert run.ok and run.returncode == 0
@@ -113,14 +120,19 @@ def test_a_run_gives_back_rank_0s_result_every_ranks_log_and_its_progress(tmp_pa
     assert seen == [(1, 3), (2, 3), (3, 3)]
     assert run.command[:3] == ["torchrun", "--standalone", "--nproc_per_node=3"]
     printed = capsys.readouterr().out
-    assert printed.startswith("$ torchrun --standalone --nproc_per_node=3 ") and "(gloo, 1 thread per process)" in printed
+    assert (
+        printed.startswith("$ torchrun --standalone --nproc_per_node=3 ") and "(gloo, 1 thread per process)" in printed
+    )
     assert all(f"[rank {rank}] rank {rank} of 3: sum 6" in printed for rank in range(3))
     assert not ranks_left(script) and not torchruns_left()
     assert not list(distributed.scratch_folder().glob("run-*")), "a run's logs and result files are removed after it"
 
 
 def test_a_failing_rank_raises_with_its_traceback_and_stops_the_others(tmp_path):
-    script = write(tmp_path, "fails.py", """
+    script = write(
+        tmp_path,
+        "fails.py",
+        """
         import time
         import torch.distributed as dist
         import gpulab.distributed as gd
@@ -130,7 +142,8 @@ def test_a_failing_rank_raises_with_its_traceback_and_stops_the_others(tmp_path)
         if dist.get_rank() == 1:
             raise ValueError("rank 1 has bad data")
         time.sleep(300)                       # rank 0 would wait for ever
-    """)
+    """,
+    )
     with pytest.raises(distributed.RankFailed) as failure:
         distributed.torchrun(script, 2, echo=False, timeout_s=60)
     message = str(failure.value)
@@ -144,13 +157,17 @@ def test_a_failing_rank_raises_with_its_traceback_and_stops_the_others(tmp_path)
 
 
 def test_a_killed_rank_is_reported_from_torchruns_own_account(tmp_path):
-    script = write(tmp_path, "killed.py", """
+    script = write(
+        tmp_path,
+        "killed.py",
+        """
         import os, signal
         import gpulab.distributed as gd
 
         gd.init_process_group()
         os.kill(os.getpid(), signal.SIGKILL)
-    """)
+    """,
+    )
     run = distributed.torchrun(script, 2, echo=False, check=False)
     assert not run.ok
     assert run.failure().startswith(f"torchrun exited with status {run.returncode}") and "SIGKILL" in run.failure()
@@ -194,7 +211,8 @@ def test_the_timeout_ends_a_wait_in_the_default_group_only_and_new_group_takes_i
     with pytest.raises(distributed.DistributedTimeout) as waiting:
         distributed.torchrun(script, 2, args=["default"], echo=False, timeout_s=8)
     assert "rank 0, last lines:\nwaiting in all_reduce" in str(waiting.value), (
-        "a group made without timeout= has the backend's default (30 minutes for gloo), not init_process_group's 2 s")
+        "a group made without timeout= has the backend's default (30 minutes for gloo), not init_process_group's 2 s"
+    )
     assert not ranks_left(script) and not torchruns_left()
 
 
@@ -204,14 +222,17 @@ def test_an_interrupted_run_stops_every_rank(tmp_path):
     # the background (SIGINT ignored, as POSIX shells do for asynchronous jobs) must not pass its own on.
     driver = subprocess.Popen(
         [sys.executable, "-c", f"import gpulab.distributed as d; d.torchrun({str(script)!r}, 2, timeout_s=120)"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     lines = []
-    for line in driver.stdout:                 # wait until both ranks are running
+    for line in driver.stdout:  # wait until both ranks are running
         lines.append(line)
         if sum("] waiting" in seen or "] sleeping" in seen for seen in lines) == 2:
             break
-    driver.send_signal(signal.SIGINT)          # what the notebook's interrupt button does to the kernel
+    driver.send_signal(signal.SIGINT)  # what the notebook's interrupt button does to the kernel
     rest, _ = driver.communicate(timeout=60)
     assert "interrupted: the 2 ranks were stopped" in rest and "KeyboardInterrupt" in rest
     assert not ranks_left(script) and not torchruns_left()
@@ -241,14 +262,21 @@ def test_each_run_is_a_fresh_torchrun_forked_from_one_launcher_that_ends_with_it
     assert first["agent"] != second["agent"], "every run has a torchrun of its own"
     assert not torchruns_left()
 
-    launcher.kill()                                         # a launcher that died is started again
+    launcher.kill()  # a launcher that died is started again
     launcher.wait()
     third = distributed.torchrun(script, 2, echo=False).result
     assert third["launcher"] == distributed._LAUNCHER.pid != launcher.pid
 
-    driver = subprocess.run([sys.executable, "-c", "import gpulab.distributed as d; "
-                             f"print(d.torchrun({str(script)!r}, 2, echo=False).result['launcher'])"],
-                            capture_output=True, text=True, check=True)
+    driver = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import gpulab.distributed as d; print(d.torchrun({str(script)!r}, 2, echo=False).result['launcher'])",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     gone = int(driver.stdout)
     deadline = time.monotonic() + 5
     while Path(f"/proc/{gone}").exists() and time.monotonic() < deadline:
@@ -285,11 +313,14 @@ def test_a_rank_is_forked_from_torchrun_and_runs_the_script_as_python_would(tmp_
     assert run.result["word"] == "beside the script" and run.result["threads"] == 1 and run.result["rank"] == "0"
     assert run.result["session"] and run.result["unbuffered"] and len(run.result["run"]) == 32
     assert run.logs == {0: "last words", 1: "last words"}
-    assert sorted(p.name for p in tmp_path.glob("as_python.py.exited-*")) == ["as_python.py.exited-0",
-                                                                            "as_python.py.exited-1"]
+    assert sorted(p.name for p in tmp_path.glob("as_python.py.exited-*")) == [
+        "as_python.py.exited-0",
+        "as_python.py.exited-1",
+    ]
     failed = distributed.torchrun(script, 2, args=["two", 3], echo=False, check=False)
     assert not failed.ok and failed.returncode != 0 and failed.logs[1] == "last words", (
-        "sys.exit(3) in a rank fails the run, as it would in a Python")
+        "sys.exit(3) in a rank fails the run, as it would in a Python"
+    )
     # A run whose environment changes what a Python reads as it starts (here PYTHONPATH) starts new Pythons.
     extra = tmp_path / "extra"
     extra.mkdir()
@@ -335,13 +366,15 @@ def test_where_python_cannot_fork_the_torchrun_command_runs_the_script(tmp_path,
 def test_a_run_stopped_before_the_launcher_took_it_never_starts(tmp_path, monkeypatch):
     monkeypatch.setattr(distributed, "_LAUNCHER", None)
     asleep = tmp_path / "asleep_launcher.py"
-    asleep.write_text(f"import runpy, time\ntime.sleep(4)\nrunpy.run_path({str(distributed._LAUNCHER_SCRIPT)!r}, "
-                      "run_name='__main__')\n")
+    asleep.write_text(
+        f"import runpy, time\ntime.sleep(4)\nrunpy.run_path({str(distributed._LAUNCHER_SCRIPT)!r}, "
+        "run_name='__main__')\n"
+    )
     monkeypatch.setattr(distributed, "_LAUNCHER_SCRIPT", asleep)
     ran = tmp_path / "ran"
     script = write(tmp_path, "marks.py", f"open({str(ran)!r}, 'w').close()\n")
     with pytest.raises(distributed.DistributedTimeout):
-        distributed.torchrun(script, 2, echo=False, timeout_s=1)        # the launcher is still asleep
+        distributed.torchrun(script, 2, echo=False, timeout_s=1)  # the launcher is still asleep
     assert distributed.torchrun(write(tmp_path, "parents.py", PARENTS), 2, echo=False).ok
     assert not ran.exists(), "the withdrawn run was skipped; the next one ran"
     distributed._end_launcher(distributed._LAUNCHER)
@@ -357,15 +390,27 @@ def test_a_launcher_that_cannot_start_is_reported(tmp_path, monkeypatch):
 
 
 def test_the_scratch_folder_goes_when_python_exits():
-    printed = subprocess.run([sys.executable, "-c", "import gpulab.distributed as d; print(d.scratch_folder())"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    printed = subprocess.run(
+        [sys.executable, "-c", "import gpulab.distributed as d; print(d.scratch_folder())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert Path(printed).name.startswith("gpulab-scripts-") and not Path(printed).exists()
 
 
 def test_a_killed_pythons_scratch_folder_is_removed(tmp_path):
-    killed = subprocess.run([sys.executable, "-c", "import os, signal, gpulab.distributed as d; "
-                             "print(d.scratch_folder(), flush=True); os.kill(os.getpid(), signal.SIGKILL)"],
-                            capture_output=True, text=True, env=dict(os.environ, TMPDIR=str(tmp_path)))
+    killed = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import os, signal, gpulab.distributed as d; "
+            "print(d.scratch_folder(), flush=True); os.kill(os.getpid(), signal.SIGKILL)",
+        ],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, TMPDIR=str(tmp_path)),
+    )
     left = Path(killed.stdout.strip())
     assert left.parent == tmp_path and left.name.startswith("gpulab-scripts-")
     deadline = time.monotonic() + 10
@@ -378,7 +423,7 @@ def test_orphaned_scratch_folders_are_swept_by_the_next_python(tmp_path, monkeyp
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.setattr(distributed, "_SCRATCH", None)
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    orphan = tmp_path / f"gpulab-scripts-{gone.stdout.strip()}-abc"        # a Python that no longer runs
+    orphan = tmp_path / f"gpulab-scripts-{gone.stdout.strip()}-abc"  # a Python that no longer runs
     alive = tmp_path / f"gpulab-scripts-{os.getpid()}-def"
     orphan.mkdir()
     alive.mkdir()
@@ -393,13 +438,22 @@ def test_a_missing_script_or_no_processes_is_refused_at_once(tmp_path):
         distributed.torchrun(write(tmp_path, "x.py", "pass\n"), 0)
 
 
-@pytest.mark.parametrize("gpus, nproc, nccl, expected", [
-    (0, 2, False, "gloo"), (1, 2, True, "gloo"), (2, 2, True, "nccl"), (8, 4, True, "nccl"), (2, 2, False, "gloo"),
-])
+@pytest.mark.parametrize(
+    "gpus, nproc, nccl, expected",
+    [
+        (0, 2, False, "gloo"),
+        (1, 2, True, "gloo"),
+        (2, 2, True, "nccl"),
+        (8, 4, True, "nccl"),
+        (2, 2, False, "gloo"),
+    ],
+)
 def test_nccl_only_when_every_process_has_a_gpu_of_its_own(gpus, nproc, nccl, expected):
-    with mock.patch("torch.cuda.is_available", return_value=gpus > 0), \
-            mock.patch("torch.cuda.device_count", return_value=gpus), \
-            mock.patch.object(dist, "is_nccl_available", return_value=nccl):
+    with (
+        mock.patch("torch.cuda.is_available", return_value=gpus > 0),
+        mock.patch("torch.cuda.device_count", return_value=gpus),
+        mock.patch.object(dist, "is_nccl_available", return_value=nccl),
+    ):
         assert distributed.backend_for(nproc) == expected
 
 

@@ -5,14 +5,12 @@ from __future__ import annotations
 import gc
 import sys
 import threading
-import weakref
 
 import pytest
 import torch
 from torch import nn
 
-from gpulab import figures, plots
-from gpulab import memory
+from gpulab import figures, memory, plots
 from gpulab.memory import TensorLedger
 
 from conftest import requires_cuda
@@ -22,15 +20,15 @@ MiB = 2**20
 
 def test_the_ledger_counts_new_storages_once_and_sees_them_freed():
     with TensorLedger() as ledger:
-        a = torch.ones(MiB // 4)                  # 1 MiB
-        b = a * 2                                 # 1 MiB
-        view = b[: MiB // 8]                      # shares b's storage
-        a.add_(1)                                 # in place: nothing new
+        a = torch.ones(MiB // 4)  # 1 MiB
+        b = a * 2  # 1 MiB
+        view = b[: MiB // 8]  # shares b's storage
+        a.add_(1)  # in place: nothing new
         assert ledger.live_bytes == 2 * MiB
         del a
         assert ledger.live_bytes == MiB
         del b
-        assert ledger.live_bytes == MiB           # the view still holds the storage
+        assert ledger.live_bytes == MiB  # the view still holds the storage
         del view
     assert ledger.live_bytes == 0 and ledger.peak_bytes == 2 * MiB
     assert ledger.trace == [MiB, 2 * MiB, MiB, 0]
@@ -61,11 +59,13 @@ def test_a_training_step_is_counted_phase_by_phase():
         ledger.mark("backward")
         loss.backward()
         del loss
-        assert ledger.live_bytes == parameters    # the gradients, and nothing of the graph
+        assert ledger.live_bytes == parameters  # the gradients, and nothing of the graph
         ledger.mark("optimizer")
         optimizer.step()
         optimizer.zero_grad()
-        averages = sum(s[k].untyped_storage().nbytes() for s in optimizer.state.values() for k in ("exp_avg", "exp_avg_sq"))
+        averages = sum(
+            s[k].untyped_storage().nbytes() for s in optimizer.state.values() for k in ("exp_avg", "exp_avg_sq")
+        )
     # Adam's two averages per parameter; its step counters come from torch.tensor(), made outside any operation
     assert ledger.live_bytes == averages == 2 * parameters
     assert [label for _, label in ledger.marks] == ["forward", "backward", "optimizer"]
@@ -86,7 +86,7 @@ def test_the_ledger_follows_one_device_and_samples_beside_each_event():
 def test_a_device_without_an_index_counts_every_device_of_its_type():
     for wanted in ("cpu", "cpu:0", torch.device("cpu", 0)):
         with TensorLedger(wanted) as ledger:
-            kept = torch.ones(1000)             # reports device "cpu", without an index
+            kept = torch.ones(1000)  # reports device "cpu", without an index
         assert ledger.live_bytes == 4000, f"TensorLedger({wanted!r}) counted {ledger.live_bytes} bytes of a CPU tensor"
         del kept
     same = memory._same_device
@@ -162,7 +162,7 @@ def shell():
     from traitlets.config import Config
 
     config = Config()
-    config.HistoryManager.hist_file = ":memory:"          # no history file in the home folder
+    config.HistoryManager.hist_file = ":memory:"  # no history file in the home folder
     hooks = sys.displayhook, sys.excepthook
     shell = InteractiveShell.instance(config=config)
     yield shell
@@ -176,7 +176,7 @@ def shell():
 def test_recover_from_oom_frees_what_ipython_keeps_of_an_uncaught_error(shell, capsys):
     shell.run_cell(FAILING_CELL)
     watch = shell.user_ns["watch"]
-    for name in ("last_type", "last_value", "last_traceback", "last_exc"):   # what Python keeps, alone
+    for name in ("last_type", "last_value", "last_traceback", "last_exc"):  # what Python keeps, alone
         if hasattr(sys, name):
             setattr(sys, name, None)
     gc.collect()
@@ -191,7 +191,7 @@ def test_recover_from_oom_frees_what_ipython_keeps_of_an_uncaught_error(shell, c
 def test_recover_from_oom_clears_the_frames_of_an_error_kept_two_cells_later(shell, capsys):
     shell.run_cell(FAILING_CELL)
     watch = shell.user_ns["watch"]
-    shell.run_cell("1 + 1")                     # the failed cell's result is gone; IPython's formatter still has the traceback
+    shell.run_cell("1 + 1")  # the failed cell's result is gone; IPython's formatter still has the traceback
     memory.recover_from_oom()
     assert watch[0]() is None, "the failed step's tensor is still alive two cells later"
     assert getattr(shell.InteractiveTB, "tb", None) is None and getattr(sys, "last_value", None) is None
@@ -201,7 +201,7 @@ def test_recover_from_oom_clears_the_frames_of_an_error_kept_two_cells_later(she
 def test_recover_from_oom_without_an_error_or_ipython_does_nothing_harmful():
     memory.recover_from_oom()
     kept = torch.ones(10)
-    memory.recover_from_oom()                   # a live tensor, referenced: untouched
+    memory.recover_from_oom()  # a live tensor, referenced: untouched
     assert kept.sum().item() == 10
 
 
@@ -209,11 +209,18 @@ def test_recover_from_oom_without_an_error_or_ipython_does_nothing_harmful():
 
 
 def test_a_snapshot_is_drawn_as_memory_over_its_events():
-    snapshot = {"device_traces": [[
-        {"action": "segment_alloc", "size": 2 * MiB}, {"action": "alloc", "size": MiB},
-        {"action": "alloc", "size": 512}, {"action": "free_requested", "size": MiB},
-        {"action": "free_completed", "size": MiB}, {"action": "alloc", "size": 4 * MiB},
-    ]]}
+    snapshot = {
+        "device_traces": [
+            [
+                {"action": "segment_alloc", "size": 2 * MiB},
+                {"action": "alloc", "size": MiB},
+                {"action": "alloc", "size": 512},
+                {"action": "free_requested", "size": MiB},
+                {"action": "free_completed", "size": MiB},
+                {"action": "alloc", "size": 4 * MiB},
+            ]
+        ]
+    }
     figure = plots.new_figure()
     figures.cuda_snapshot(snapshot, figure)
     (line,) = [line for line in figure.axes[0].get_lines() if line.get_gid() == "yours|snapshot"]

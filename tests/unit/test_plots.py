@@ -10,10 +10,16 @@ def labelled_ticks(ax, axis="y"):
     ax.figure.canvas.draw()
     lo, hi = sorted(ax.get_ylim() if axis == "y" else ax.get_xlim())
     ticks = ax.get_yticklabels() if axis == "y" else ax.get_xticklabels()
-    return [t.get_text() for t in ticks if t.get_text() and lo * 0.999 <= t.get_position()[1 if axis == "y" else 0] <= hi * 1.001]
+    return [
+        t.get_text()
+        for t in ticks
+        if t.get_text() and lo * 0.999 <= t.get_position()[1 if axis == "y" else 0] <= hi * 1.001
+    ]
 
 
-@pytest.mark.parametrize("low, high", [(0.6, 0.9), (12.0, 14.0), (1.0, 1.5), (3e4, 5e4), (0.01, 0.5), (1e-3, 1e5), (7.9, 8.1)])
+@pytest.mark.parametrize(
+    "low, high", [(0.6, 0.9), (12.0, 14.0), (1.0, 1.5), (3e4, 5e4), (0.01, 0.5), (1e-3, 1e5), (7.9, 8.1)]
+)
 def test_a_log_axis_shows_at_least_three_labelled_values_whatever_its_range(low, high):
     figure = plots.new_figure((4, 3))
     ax = figure.subplots()
@@ -57,8 +63,13 @@ def test_a_note_sits_outside_every_axes():
 
 
 def reference_record(result, name="Test GPU"):
-    return {"device": {"name": name, "type": "cuda"}, "torch": "2.11", "recorded": "2026-11-21",
-            "command": "gpulab bench", "result": result}
+    return {
+        "device": {"name": name, "type": "cuda"},
+        "torch": "2.11",
+        "recorded": "2026-11-21",
+        "command": "gpulab bench",
+        "result": result,
+    }
 
 
 def test_series_draws_the_reference_in_the_readers_units_and_names_only_its_accelerators():
@@ -66,12 +77,13 @@ def test_series_draws_the_reference_in_the_readers_units_and_names_only_its_acce
     theirs = {"sizes": [64, 128, 256], "seconds": {"cpu": [2e-3, 9e-3, 5e-2], "cuda:0": [1e-3, 8e-3, 3e-2]}}
     figure = plots.new_figure()
     ax = figure.subplots()
-    lines = plots.series(ax, mine, x="sizes", y="seconds", scale=1e3, by_device=True,
-                         reference=reference_record(theirs))
+    lines = plots.series(
+        ax, mine, x="sizes", y="seconds", scale=1e3, by_device=True, reference=reference_record(theirs)
+    )
     by_gid = {line.get_gid(): line for line in lines}
-    assert set(by_gid) == {"yours|cpu", "reference|cuda:0"}               # the reference machine's CPU is left out
+    assert set(by_gid) == {"yours|cpu", "reference|cuda:0"}  # the reference machine's CPU is left out
     assert list(by_gid["reference|cuda:0"].get_ydata()) == list(by_gid["yours|cpu"].get_ydata()) == [1.0, 8.0]
-    assert list(by_gid["reference|cuda:0"].get_xdata()) == [64, 128]      # clipped to your sizes
+    assert list(by_gid["reference|cuda:0"].get_xdata()) == [64, 128]  # clipped to your sizes
     assert "Test GPU" in by_gid["reference|cuda:0"].get_label() and "Test GPU" not in by_gid["yours|cpu"].get_label()
     assert by_gid["reference|cuda:0"].get_linestyle() == "--"
 
@@ -80,8 +92,15 @@ def test_series_derives_the_same_quantity_for_both_and_labels_methods_with_the_g
     mine = {"sizes": [1, 2], "gbps": {"host memory copy": [4.0, 8.0]}}
     theirs = {"sizes": [1, 2], "gbps": {"host→device pinned": [4.0, 8.0]}}
     ax = plots.new_figure().subplots()
-    lines = plots.series(ax, mine, x="sizes", y="gbps", derive=lambda n, g: n / g, reference=reference_record(theirs),
-                         label=lambda name: name.split(" ", 1)[-1] if "→" in name else name)
+    lines = plots.series(
+        ax,
+        mine,
+        x="sizes",
+        y="gbps",
+        derive=lambda n, g: n / g,
+        reference=reference_record(theirs),
+        label=lambda name: name.split(" ", 1)[-1] if "→" in name else name,
+    )
     assert [list(line.get_ydata()) for line in lines] == [[0.25, 0.25], [0.25, 0.25]]
     assert lines[1].get_label() == "pinned · Test GPU (reference)"
 
@@ -149,13 +168,15 @@ def test_each_device_type_has_its_colour():
 def test_a_reference_measured_on_a_cpu_names_that_cpu_not_the_gpu_and_keeps_its_range():
     mine = {"threads": [1, 2], "speedup": {"measured": [1.0, 1.8]}}
     record = reference_record({"threads": [1, 2, 4, 8, 16], "speedup": {"measured": [1.0, 1.9, 3.6, 6.5, 11.0]}})
-    record["devices"] = [{"device": "cpu", "name": "Test CPU", "type": "cpu", "cores": 16},
-                         {"device": "cuda:0", "name": "Test GPU", "type": "cuda"}]
+    record["devices"] = [
+        {"device": "cpu", "name": "Test CPU", "type": "cpu", "cores": 16},
+        {"device": "cuda:0", "name": "Test GPU", "type": "cuda"},
+    ]
     ax = plots.new_figure().subplots()
     lines = plots.series(ax, mine, x="threads", y="speedup", reference=record, on_reference_cpu=True)
     theirs = lines[1]
     assert theirs.get_label() == "measured · Test CPU, 16 cores (reference)" and "Test GPU" not in theirs.get_label()
-    assert list(theirs.get_xdata()) == [1, 2, 4, 8, 16]          # not clipped to your two thread counts
+    assert list(theirs.get_xdata()) == [1, 2, 4, 8, 16]  # not clipped to your two thread counts
     assert plots.reference_cpu({"devices": []}) == "the reference machine's CPU"
 
 

@@ -20,8 +20,12 @@ needs_proc = pytest.mark.skipif(not Path("/proc").is_dir(), reason="no /proc her
 def _sleeper(tmp_path, *, env=None, cwd=None, words=""):
     script = tmp_path / f"sleeper_{uuid.uuid4().hex[:8]}.py"
     script.write_text("import time\ntime.sleep(600)\n")
-    return subprocess.Popen([sys.executable, str(script), *([words] if words else [])],
-                            env=dict(os.environ, **(env or {})), cwd=cwd, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, str(script), *([words] if words else [])],
+        env=dict(os.environ, **(env or {})),
+        cwd=cwd,
+        start_new_session=True,
+    )
 
 
 def _gone(process, seconds=10):
@@ -35,7 +39,7 @@ def _gone(process, seconds=10):
 @needs_proc
 def test_a_process_is_found_by_the_mark_in_its_environment_and_not_this_one(tmp_path, monkeypatch):
     mark = uuid.uuid4().hex
-    monkeypatch.setenv("GPULAB_TEST_MARK", mark)                  # this Python's own is never listed
+    monkeypatch.setenv("GPULAB_TEST_MARK", mark)  # this Python's own is never listed
     process = _sleeper(tmp_path, env={"GPULAB_TEST_MARK": mark})
     try:
         deadline = time.monotonic() + 10
@@ -74,7 +78,7 @@ def test_processes_are_ended_by_a_word_in_their_command_line_or_by_the_folder_th
 def test_a_process_that_is_gone_is_ended_without_a_word():
     done = subprocess.Popen([sys.executable, "-I", "-S", "-V"], stdout=subprocess.DEVNULL, start_new_session=True)
     done.wait()
-    _processes.end_group(done)                                  # nothing to kill: no error
+    _processes.end_group(done)  # nothing to kill: no error
     assert not _processes.running(done.pid)
 
 
@@ -90,28 +94,51 @@ def code_in_strings(source: str) -> list[str]:
     lines that is a program (it imports, defines or loops). A docstring is no program; a one-line ``.pth`` line,
     which ``site`` runs, is a line of a file, not a program here."""
     tree = ast.parse(source)
-    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
-                  if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
-    constants = {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
-                 and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
-                 for target in node.targets if isinstance(target, ast.Name)}
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    constants = {
+        target.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
     found = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.List, ast.Tuple)):
             for element in node.elts:
-                if isinstance(element, ast.Constant) and isinstance(element.value, str) \
-                        and element.value.startswith("-") and not element.value.startswith("--") \
-                        and element.value.endswith("c") and element.value[1:].isalpha():
+                if (
+                    isinstance(element, ast.Constant)
+                    and isinstance(element.value, str)
+                    and element.value.startswith("-")
+                    and not element.value.startswith("--")
+                    and element.value.endswith("c")
+                    and element.value[1:].isalpha()
+                ):
                     found.append(f"line {node.lineno}: a command line with {element.value}")
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args \
-                and node.func.id in ("exec", "eval", "compile"):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.args
+            and node.func.id in ("exec", "eval", "compile")
+        ):
             code = node.args[0]
-            if (isinstance(code, ast.Constant) and isinstance(code.value, str)) or \
-                    (isinstance(code, ast.Name) and code.id in constants):
+            if (isinstance(code, ast.Constant) and isinstance(code.value, str)) or (
+                isinstance(code, ast.Name) and code.id in constants
+            ):
                 found.append(f"line {node.lineno}: {node.func.id} of a string written here")
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings \
-                and "\n" in node.value.strip():
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in docstrings
+            and "\n" in node.value.strip()
+        ):
             try:
                 program = ast.parse(textwrap.dedent(node.value))
             except (SyntaxError, ValueError):
@@ -135,12 +162,17 @@ def test_the_check_finds_code_run_from_strings_as_gpulab_once_held_it():
     assert code_in_strings('import sys\ncommand = (sys.executable, "-Ic", "print(1)")\n')
     assert code_in_strings('PROBE = "import json"\nexec(PROBE)\n')
     assert code_in_strings('exec("x = 1")\n')
-    assert not code_in_strings('"""A docstring.\n\nimport this\nimport that\n"""\nLINE = "import os; os.getpid()\\n"\n'
-                               'ARGS = ["-s", "--count", "-v"]\n')
+    assert not code_in_strings(
+        '"""A docstring.\n\nimport this\nimport that\n"""\nLINE = "import os; os.getpid()\\n"\n'
+        'ARGS = ["-s", "--count", "-v"]\n'
+    )
 
 
 def test_no_module_of_gpulab_runs_python_written_in_a_string():
     package = Path(gpulab.__file__).parent
-    found = {str(path.relative_to(package)): where for path in sorted(package.rglob("*.py"))
-             if (where := code_in_strings(path.read_text(encoding="utf-8")))}
+    found = {
+        str(path.relative_to(package)): where
+        for path in sorted(package.rglob("*.py"))
+        if (where := code_in_strings(path.read_text(encoding="utf-8")))
+    }
     assert found == {}, f"run these as .py files of the package, by path: {found}"

@@ -41,9 +41,11 @@ def test_a_finished_profiler_is_read_with_rows_and_nesting(step_profile):
     assert len(addmm) == 4 and all(e.depth >= 1 for e in addmm)
     forwards = sorted((e for e in labels if e.name == "forward"), key=lambda e: e.start_us)
     assert forwards[0].start_us == 0.0 or min(e.start_us for e in events) == 0.0
-    for op in addmm:          # each addmm lies within one forward label
-        assert any(f.start_us <= op.start_us and op.start_us + op.duration_us <= f.start_us + f.duration_us + 1e-3
-                   for f in forwards)
+    for op in addmm:  # each addmm lies within one forward label
+        assert any(
+            f.start_us <= op.start_us and op.start_us + op.duration_us <= f.start_us + f.duration_us + 1e-3
+            for f in forwards
+        )
 
 
 def test_reading_a_profiler_leaves_no_file(step_profile):
@@ -60,24 +62,36 @@ def test_a_trace_file_is_read_and_deep_calls_are_left_out(step_profile, tmp_path
     assert max(e.depth for e in shallow) <= 1 < max(e.depth for e in everything)
     assert {(e.name, e.start_us) for e in shallow} <= {(e.name, e.start_us) for e in everything}
     with pytest.raises(RuntimeError):
-        step_profile.export_chrome_trace(str(tmp_path / "again.json"))    # why read_trace(prof) says it uses the trace up
+        step_profile.export_chrome_trace(str(tmp_path / "again.json"))  # why read_trace(prof) says it uses the trace up
 
 
 def test_device_events_get_a_row_of_their_own(tmp_path):
-    trace = {"traceEvents": [
-        {"ph": "M", "name": "thread_name", "pid": 10, "tid": 10, "args": {"name": "thread 10 (python)"}},
-        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 10, "tid": 10, "ts": 100.0, "dur": 20.0},
-        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 10, "tid": 10, "ts": 105.0, "dur": 5.0},
-        {"ph": "X", "cat": "ac2g", "name": "ac2g", "pid": 10, "tid": 10, "ts": 106.0, "dur": 1.0},
-        {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 130.0, "dur": 50.0},
-        {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 10, "tid": 10, "ts": 101.0},
-    ]}
+    trace = {
+        "traceEvents": [
+            {"ph": "M", "name": "thread_name", "pid": 10, "tid": 10, "args": {"name": "thread 10 (python)"}},
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 10, "tid": 10, "ts": 100.0, "dur": 20.0},
+            {
+                "ph": "X",
+                "cat": "cuda_runtime",
+                "name": "cudaLaunchKernel",
+                "pid": 10,
+                "tid": 10,
+                "ts": 105.0,
+                "dur": 5.0,
+            },
+            {"ph": "X", "cat": "ac2g", "name": "ac2g", "pid": 10, "tid": 10, "ts": 106.0, "dur": 1.0},
+            {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 130.0, "dur": 50.0},
+            {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 10, "tid": 10, "ts": 101.0},
+        ]
+    }
     path = tmp_path / "gpu.json"
     path.write_text(json.dumps(trace))
     events = profiling.read_trace(path)
     assert [(e.name, e.row, e.start_us, e.depth) for e in events] == [
-        ("aten::mm", "CPU · main thread", 0.0, 0), ("cudaLaunchKernel", "CPU · main thread", 5.0, 1),
-        ("gemm", "GPU 0 · stream 7", 30.0, 0)]
+        ("aten::mm", "CPU · main thread", 0.0, 0),
+        ("cudaLaunchKernel", "CPU · main thread", 5.0, 1),
+        ("gemm", "GPU 0 · stream 7", 30.0, 0),
+    ]
 
 
 @pytest.mark.parametrize("content", ["not json", "[1, 2", ""])
@@ -98,7 +112,9 @@ def test_the_timeline_draws_every_kept_event_with_its_rows_named(step_profile):
     bars = sum(len(c.get_paths()) for c in ax.collections if c.get_gid() == "yours|timeline")
     assert bars == len(events)
     labels = [t.get_text() for t in ax.get_yticklabels()]
-    assert labels[0] == "CPU · main thread · labels" and all(label.startswith("CPU · main thread · ops") for label in labels[1:])
+    assert labels[0] == "CPU · main thread · labels" and all(
+        label.startswith("CPU · main thread · ops") for label in labels[1:]
+    )
     assert ax.get_xlabel() == "time (ms)" and ax.get_title() == "two steps"
     with pytest.raises(ValueError, match="no timed events"):
         profiling.draw_timeline(ax, [])
@@ -122,12 +138,20 @@ def cuda_shaped_events():
     events, ids = [], iter(range(1, 1000))
 
     def event(name, start_us, end_us, on="cpu"):
-        made = FunctionEvent(id=next(ids), name=name, thread=1, start_us=start_us, end_us=end_us, use_device="cuda",
-                             input_shapes=[], stack=[],
-                             device_type=DeviceType.CPU if on == "cpu" else DeviceType.CUDA)
+        made = FunctionEvent(
+            id=next(ids),
+            name=name,
+            thread=1,
+            start_us=start_us,
+            end_us=end_us,
+            use_device="cuda",
+            input_shapes=[],
+            stack=[],
+            device_type=DeviceType.CPU if on == "cpu" else DeviceType.CUDA,
+        )
         if on == "gpu":
-            made.thread = 7                               # a stream
-        events.append(made)                               # the parents: EventList finds them from the times
+            made.thread = 7  # a stream
+        events.append(made)  # the parents: EventList finds them from the times
         return made
 
     event("ProfilerStep*", 0, 1000)
@@ -135,26 +159,30 @@ def cuda_shaped_events():
     event("aten::linear", 20, 200)
     addmm = event("aten::addmm", 30, 190)
     event("cudaLaunchKernel", 40, 50)
-    event("aten::to", 210, 290)                          # a weight made on the host, copied in forward
+    event("aten::to", 210, 290)  # a weight made on the host, copied in forward
     event("aten::_to_copy", 215, 285)
     event("cudaStreamSynchronize", 230, 280)
     event("optimizer", 300, 500)
     event("Optimizer.step#SGD.step", 310, 490)
     event("aten::_foreach_add_", 320, 480)
-    event("aten::item", 510, 600)                        # .item()
+    event("aten::item", 510, 600)  # .item()
     event("aten::_local_scalar_dense", 515, 595)
     event("cudaStreamSynchronize", 520, 590)
-    mm = event("aten::mm", 610, 700)                      # the same gemm kernel, launched by another op
+    mm = event("aten::mm", 610, 700)  # the same gemm kernel, launched by another op
     # The GPU's side: the labels' copies on the stream, the gemm kernel (launched by addmm, then by mm), a copy.
     gemm = "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_16x3_tn_align4>(Params)"
     event("forward", 100, 2300, on="gpu")
     event(gemm, 100, 2200, on="gpu")
     event("Memcpy HtoD (Pageable -> Device)", 2210, 2290, on="gpu")
     event("Optimizer.step#SGD.step", 2300, 2500, on="gpu")
-    event("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>(...)", 2300, 2500,
-          on="gpu")
+    event(
+        "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>(...)",
+        2300,
+        2500,
+        on="gpu",
+    )
     event(gemm, 2600, 3000, on="gpu")
-    addmm.append_kernel(gemm, 0, 2100)                    # each op's device time: the kernels it launched
+    addmm.append_kernel(gemm, 0, 2100)  # each op's device time: the kernels it launched
     mm.append_kernel(gemm, 0, 400)
     listed = EventList(events, use_device="cuda")
     listed._build_tree()
@@ -165,10 +193,18 @@ def test_operators_are_what_the_cpu_ran_not_kernels_or_labels():
     events = cuda_shaped_events()
     averages = events.key_averages()
     names = [row.key for row in averages]
-    assert names.count("forward") == 2 and sum("::" in name for name in names) == 10, names   # 8 operators, 2 kernels
+    assert names.count("forward") == 2 and sum("::" in name for name in names) == 10, names  # 8 operators, 2 kernels
     kept = [row.key for row in profiling.operators(averages)]
-    assert sorted(kept) == ["aten::_foreach_add_", "aten::_local_scalar_dense", "aten::_to_copy", "aten::addmm",
-                            "aten::item", "aten::linear", "aten::mm", "aten::to"]
+    assert sorted(kept) == [
+        "aten::_foreach_add_",
+        "aten::_local_scalar_dense",
+        "aten::_to_copy",
+        "aten::addmm",
+        "aten::item",
+        "aten::linear",
+        "aten::mm",
+        "aten::to",
+    ]
     by_name = max((row for row in averages if "::" in row.key), key=lambda row: row.self_device_time_total)
     assert by_name.key.startswith("void cutlass::"), "a kernel's row holds every launch of it: more than any op"
     hottest = max(profiling.operators(averages), key=lambda row: row.self_device_time_total)
@@ -183,11 +219,28 @@ def test_autograd_rows_are_not_operators_though_their_names_hold_colons():
     from torch.autograd import DeviceType
     from torch.autograd.profiler_util import EventList, FunctionEvent
 
-    rows = [("autograd::engine::evaluate_function: AddmmBackward0", 0, 900), ("AddmmBackward0", 10, 890),
-            ("aten::mm", 20, 500), ("torch::autograd::AccumulateGrad", 910, 990), ("aten::add_", 920, 980)]
-    events = EventList([FunctionEvent(id=i, name=name, thread=1, start_us=start, end_us=end, input_shapes=[],
-                                      stack=[], device_type=DeviceType.CPU)
-                        for i, (name, start, end) in enumerate(rows, 1)])
+    rows = [
+        ("autograd::engine::evaluate_function: AddmmBackward0", 0, 900),
+        ("AddmmBackward0", 10, 890),
+        ("aten::mm", 20, 500),
+        ("torch::autograd::AccumulateGrad", 910, 990),
+        ("aten::add_", 920, 980),
+    ]
+    events = EventList(
+        [
+            FunctionEvent(
+                id=i,
+                name=name,
+                thread=1,
+                start_us=start,
+                end_us=end,
+                input_shapes=[],
+                stack=[],
+                device_type=DeviceType.CPU,
+            )
+            for i, (name, start, end) in enumerate(rows, 1)
+        ]
+    )
     events._build_tree()
     kept = profiling.operators(events.key_averages())
     assert sorted(row.key for row in kept) == ["aten::add_", "aten::mm"]
@@ -216,11 +269,31 @@ def test_syncs_count_blocking_copies_on_cuda_and_value_reads_elsewhere(step_prof
 
 
 def test_runtime_calls_are_drawn_on_their_thread(tmp_path):
-    trace = {"traceEvents": [
-        {"ph": "X", "cat": "cpu_op", "name": "aten::_local_scalar_dense", "pid": 10, "tid": 10, "ts": 0.0, "dur": 50.0},
-        {"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "pid": 10, "tid": 10, "ts": 5.0, "dur": 40.0},
-    ]}
+    trace = {
+        "traceEvents": [
+            {
+                "ph": "X",
+                "cat": "cpu_op",
+                "name": "aten::_local_scalar_dense",
+                "pid": 10,
+                "tid": 10,
+                "ts": 0.0,
+                "dur": 50.0,
+            },
+            {
+                "ph": "X",
+                "cat": "cuda_runtime",
+                "name": "cudaStreamSynchronize",
+                "pid": 10,
+                "tid": 10,
+                "ts": 5.0,
+                "dur": 40.0,
+            },
+        ]
+    }
     path = tmp_path / "sync.json"
     path.write_text(json.dumps(trace))
     assert [(e.name, e.row, e.depth) for e in profiling.read_trace(path)] == [
-        ("aten::_local_scalar_dense", "CPU · main thread", 0), ("cudaStreamSynchronize", "CPU · main thread", 1)]
+        ("aten::_local_scalar_dense", "CPU · main thread", 0),
+        ("cudaStreamSynchronize", "CPU · main thread", 1),
+    ]

@@ -7,10 +7,12 @@ from conftest import ROOT
 
 
 def make_quiz():
-    return Quiz([
-        Question("2 + 2?", ["3", "4"], 1, "Count them."),
-        Question("Which is a device?", ["cpu", "banana", "tuesday"], 0, "The CPU is a device."),
-    ])
+    return Quiz(
+        [
+            Question("2 + 2?", ["3", "4"], 1, "Count them."),
+            Question("Which is a device?", ["cpu", "banana", "tuesday"], 0, "The CPU is a device."),
+        ]
+    )
 
 
 def test_a_right_answer_is_confirmed_with_its_explanation():
@@ -60,7 +62,10 @@ def test_the_right_answer_moves_between_questions():
 def test_inline_code_is_set_as_code_and_html_is_escaped():
     assert inline_code("call `x.to('cpu')` on <b>") == "call <code>x.to(&#x27;cpu&#x27;)</code> on &lt;b&gt;"
     quiz = Quiz([Question("What does `t.cpu()` return?", ["`t` itself", "a copy"], 1, "A copy: `t` stays.")])
-    assert "<code>t.cpu()</code>" in quiz.widget.children[1].children[0].value and "`" not in quiz.widget.children[1].children[0].value
+    assert (
+        "<code>t.cpu()</code>" in quiz.widget.children[1].children[0].value
+        and "`" not in quiz.widget.children[1].children[0].value
+    )
     assert [label for label, _ in quiz.radios[0].options if "itself" in label] == ["t itself"]
     quiz.choose(0, 1)
     quiz.check(0)

@@ -17,15 +17,21 @@ def test_a_missing_reference_says_so():
 
 
 def test_a_recorded_reference_is_loaded_and_described(monkeypatch, tmp_path):
-    record = {"device": {"name": "NVIDIA H200"}, "torch": "2.11.0", "recorded": "2026-11-21",
-              "command": "gpulab bench", "result": {"sizes": [64]}}
+    record = {
+        "device": {"name": "NVIDIA H200"},
+        "torch": "2.11.0",
+        "recorded": "2026-11-21",
+        "command": "gpulab bench",
+        "result": {"sizes": [64]},
+    }
     (tmp_path / "demo.json").write_text(json.dumps(record))
     (tmp_path / "broken.json").write_text(json.dumps({"device": {}}))
     monkeypatch.setattr(reference, "_folder", lambda: tmp_path)
     assert reference.load("demo") == record
     # a GPU the data sheets know is named with its variant and host link; another by its driver's name alone
-    assert reference.describe("demo") == ("reference: NVIDIA H200 (H200 SXM, PCIe 5.0 ×16 to the host), torch 2.11.0, "
-                                          "recorded 2026-11-21")
+    assert reference.describe("demo") == (
+        "reference: NVIDIA H200 (H200 SXM, PCIe 5.0 ×16 to the host), torch 2.11.0, recorded 2026-11-21"
+    )
     record["device"]["name"] = "NVIDIA H200 NVL"
     (tmp_path / "demo.json").write_text(json.dumps(record))
     assert reference.describe("demo") == "reference: NVIDIA H200 NVL, torch 2.11.0, recorded 2026-11-21"
@@ -66,28 +72,31 @@ def test_known_gpus_have_their_ridge_points_and_name_each_peak_once():
 GiB = 2**30
 
 
-@pytest.mark.parametrize("name, memory_gib, multiprocessors, expected", [
-    ("Tesla T4", 14.7, 40, "T4"),                              # Colab's T4
-    ("Tesla T4 (simulated)", 14.7, 40, "T4"),
-    ("NVIDIA A100-SXM4-80GB", 79.2, 108, "A100 SXM"),
-    ("A100-SXM4-80GB", None, None, "A100 SXM"),                # as older drivers name it
-    ("NVIDIA H100 80GB HBM3", 79.1, 132, "H100 SXM"),
-    ("NVIDIA H200", 139.7, 132, "H200 SXM"),
-    # Other variants have other data sheets: none of these is one of the known GPUs.
-    ("NVIDIA A100-PCIE-40GB", 39.4, 108, None),                # "PCIE", not "PCIe": a substring test let it in
-    ("A100-SXM4-40GB", 39.4, 108, None),
-    ("NVIDIA A100 80GB PCIe", 79.2, 108, None),
-    ("NVIDIA H100 PCIe", 79.1, 114, None),
-    ("NVIDIA H100 NVL", 93.1, 132, None),
-    ("NVIDIA GH200 480GB", 94.5, 132, None),                   # "GH200" holds "H200"
-    ("NVIDIA H200 NVL", 139.7, 132, None),
-    ("NVIDIA T400", 1.8, 6, None),                             # "T400" and "T4000" hold "T4"
-    ("NVIDIA T4000", 7.8, 40, None),
-    ("Quadro T4000", 7.8, 40, None),
-    ("NVIDIA A100-SXM4-80GB", 39.4, 108, None),                # a name that disagrees with the memory
-    ("NVIDIA H100 80GB HBM3", 79.1, 114, None),                # or with the SM count
-    ("Intel(R) Xeon(R) CPU @ 2.20GHz", 12.7, None, None),
-])
+@pytest.mark.parametrize(
+    "name, memory_gib, multiprocessors, expected",
+    [
+        ("Tesla T4", 14.7, 40, "T4"),  # Colab's T4
+        ("Tesla T4 (simulated)", 14.7, 40, "T4"),
+        ("NVIDIA A100-SXM4-80GB", 79.2, 108, "A100 SXM"),
+        ("A100-SXM4-80GB", None, None, "A100 SXM"),  # as older drivers name it
+        ("NVIDIA H100 80GB HBM3", 79.1, 132, "H100 SXM"),
+        ("NVIDIA H200", 139.7, 132, "H200 SXM"),
+        # Other variants have other data sheets: none of these is one of the known GPUs.
+        ("NVIDIA A100-PCIE-40GB", 39.4, 108, None),  # "PCIE", not "PCIe": a substring test let it in
+        ("A100-SXM4-40GB", 39.4, 108, None),
+        ("NVIDIA A100 80GB PCIe", 79.2, 108, None),
+        ("NVIDIA H100 PCIe", 79.1, 114, None),
+        ("NVIDIA H100 NVL", 93.1, 132, None),
+        ("NVIDIA GH200 480GB", 94.5, 132, None),  # "GH200" holds "H200"
+        ("NVIDIA H200 NVL", 139.7, 132, None),
+        ("NVIDIA T400", 1.8, 6, None),  # "T400" and "T4000" hold "T4"
+        ("NVIDIA T4000", 7.8, 40, None),
+        ("Quadro T4000", 7.8, 40, None),
+        ("NVIDIA A100-SXM4-80GB", 39.4, 108, None),  # a name that disagrees with the memory
+        ("NVIDIA H100 80GB HBM3", 79.1, 114, None),  # or with the SM count
+        ("Intel(R) Xeon(R) CPU @ 2.20GHz", 12.7, None, None),
+    ],
+)
 def test_a_data_sheet_is_found_only_for_that_exact_gpu(name, memory_gib, multiprocessors, expected):
     memory_bytes = None if memory_gib is None else memory_gib * GiB
     known = reference.known_gpu(name, memory_bytes=memory_bytes, multiprocessors=multiprocessors)
@@ -98,20 +107,29 @@ def test_every_simulated_gpu_finds_its_own_data_sheet():
     from gpulab.simulated.machines import GPUS
 
     for spec in GPUS.values():
-        known = reference.known_gpu(spec.name, memory_bytes=spec.total_memory, multiprocessors=spec.multi_processor_count)
-        assert known is not None and known.memory_gbps == pytest.approx(spec.memory_bandwidth / 1e9, rel=0.01), spec.name
+        known = reference.known_gpu(
+            spec.name, memory_bytes=spec.total_memory, multiprocessors=spec.multi_processor_count
+        )
+        assert known is not None and known.memory_gbps == pytest.approx(spec.memory_bandwidth / 1e9, rel=0.01), (
+            spec.name
+        )
 
 
 def test_a_reference_is_found_by_its_panels_figure_as_by_its_name(monkeypatch, tmp_path):
-    record = {"device": {"name": "NVIDIA H200"}, "torch": "2.11.0", "recorded": "2026-11-21",
-              "command": "gpulab bench", "result": {"sizes": [64]}}
+    record = {
+        "device": {"name": "NVIDIA H200"},
+        "torch": "2.11.0",
+        "recorded": "2026-11-21",
+        "command": "gpulab bench",
+        "result": {"sizes": [64]},
+    }
     (tmp_path / "02_bandwidth.json").write_text(json.dumps(record))
     monkeypatch.setattr(reference, "_folder", lambda: tmp_path)
     assert reference.load(figures.bandwidth) == reference.load("02_bandwidth") == record
     assert reference.describe(figures.bandwidth) == reference.describe("02_bandwidth") != reference.NOT_RECORDED
     assert reference.load(figures.sync) is None
     with pytest.raises(TypeError, match="neither a panel's name nor a figure registered"):
-        reference.load(figures.cuda_snapshot)              # a figure, but no panel's
+        reference.load(figures.cuda_snapshot)  # a figure, but no panel's
 
 
 def test_published_measurements_are_picked_by_key_and_an_unknown_key_is_refused():
@@ -126,7 +144,7 @@ def test_published_measurements_are_picked_by_key_and_an_unknown_key_is_refused(
 
 # Independent of gpulab.reference.UNITS on purpose: a slip there must not hide a slip in a figure.
 SCALE = {"TFLOP/s": ("FLOP/s", 1e12), "GFLOP/s": ("FLOP/s", 1e9), "TB/s": ("B/s", 1e12), "GB/s": ("B/s", 1e9)}
-VARIANTS = ("SXM", "PCIe", "NVL", "notebook")      # a GPU's figures belong to one variant of it
+VARIANTS = ("SXM", "PCIe", "NVL", "notebook")  # a GPU's figures belong to one variant of it
 
 
 @pytest.fixture(autouse=True)
@@ -174,10 +192,13 @@ def test_every_published_figure_keeps_its_source_gpu_variant_link_software_and_u
 def test_the_record_check_finds_a_figure_without_a_source_or_variant():
     good = reference.PUBLISHED[0]
     assert problems(dataclasses.replace(good, source=" ")) == ["no source"]
-    assert problems(dataclasses.replace(good, gpu="H100")) == ["the GPU 'H100' names no variant (SXM, PCIe, NVL, notebook)"]
-    assert problems(dataclasses.replace(good, value=good.value * 10))          # a typo: not what the source says
-    assert problems(dataclasses.replace(good, key="zzc-h100-sxm-float32, renamed")) == [     # a figure no panel draws
-        "no panel's figure draws it (gpulab.figures.panel(..., published=...))"]
+    assert problems(dataclasses.replace(good, gpu="H100")) == [
+        "the GPU 'H100' names no variant (SXM, PCIe, NVL, notebook)"
+    ]
+    assert problems(dataclasses.replace(good, value=good.value * 10))  # a typo: not what the source says
+    assert problems(dataclasses.replace(good, key="zzc-h100-sxm-float32, renamed")) == [  # a figure no panel draws
+        "no panel's figure draws it (gpulab.figures.panel(..., published=...))"
+    ]
 
 
 def test_a_panel_registered_with_a_published_key_that_does_not_exist_is_refused(monkeypatch):
@@ -194,7 +215,9 @@ def test_published_picks_a_panels_figures_by_dtype_and_direction():
     h2d = reference.published(bandwidth, direction="host→device")
     assert {e.memory for e in h2d} == {"pinned", "pageable"} and all(e.direction == "host→device" for e in h2d)
     assert reference.published(figures.profile_step.published_keys) == ()
-    assert set(reference.published(bandwidth)) == set(h2d) | set(reference.published(bandwidth, direction="device→host"))
+    assert set(reference.published(bandwidth)) == set(h2d) | set(
+        reference.published(bandwidth, direction="device→host")
+    )
     # In the table's order, whatever the order of the keys: a figure's colours follow it.
     assert reference.published(reversed(bandwidth)) == reference.published(bandwidth)
     assert [e.key for e in reference.published(bandwidth)] == [e.key for e in reference.PUBLISHED if e.key in bandwidth]
@@ -212,8 +235,15 @@ def test_a_value_converts_only_to_a_unit_of_the_same_quantity():
 
 def roofline_result(device, dtype):
     peak = {"float32": 50_000.0, dtype: 700_000.0} if device != "cpu" else {"float32": 100.0, dtype: 20.0}
-    return {"device": device, "dtype": dtype, "width": 4096, "batches": [1, 4, 16], "intensity": [0.5, 2.0, 7.9],
-            "gflops": {device: [5.0, 15.0, 40.0]}, "ceilings": {device: {**peak, "copy_gbps": 10.0}}}
+    return {
+        "device": device,
+        "dtype": dtype,
+        "width": 4096,
+        "batches": [1, 4, 16],
+        "intensity": [0.5, 2.0, 7.9],
+        "gflops": {device: [5.0, 15.0, 40.0]},
+        "ceilings": {device: {**peak, "copy_gbps": 10.0}},
+    }
 
 
 def matmul_result(device, dtype):
@@ -222,28 +252,61 @@ def matmul_result(device, dtype):
 
 
 GBPS = [1.0, 4.0, 9.0]
-ALLREDUCE = {"sizes": [4096, 65536, 1048576], "seconds": {"2 processes": [2e-4, 3e-4, 1e-3]},
-             "busbw_gbps": {"2 processes": [0.02, 0.2, 1.0]}, "fit": {}}
+ALLREDUCE = {
+    "sizes": [4096, 65536, 1048576],
+    "seconds": {"2 processes": [2e-4, 3e-4, 1e-3]},
+    "busbw_gbps": {"2 processes": [0.02, 0.2, 1.0]},
+    "fit": {},
+}
 
 # Each panel that draws published figures, with results shaped as a CPU-only reader's and a GPU
 # reader's would be (made up), in every dtype that selects what is drawn.
 RESULTS = {
-    "00_roofline": [roofline_result(device, dtype) for device in ("cpu", "cuda:0")
-                    for dtype in ("float32", "bfloat16", "float16")],
-    "00_overhead": [{"sizes": [4, 1024, 2**20], "seconds": {"cpu": [1e-6, 1.2e-6, 1e-4]}},
-                    {"sizes": [4, 1024, 2**20], "seconds": {"cpu": [1e-6, 1.2e-6, 1e-4], "cuda:0": [6e-6] * 3}}],
-    "01_matmul": [matmul_result(device, dtype) for device in ("cpu", "cuda:0")
-                  for dtype in ("float32", "float16", "bfloat16")],
-    "02_bandwidth": [{"device": "cpu", "sizes": [4096, 65536, 2**20], "gbps": {"host memory copy": [3.0, 8.0, 10.0]},
-                      "pin_seconds": []},
-                     {"device": "cuda:0", "sizes": [4096, 65536, 2**20], "pin_seconds": [1e-5, 2e-5, 5e-5],
-                      "gbps": {f"{d} {m}": GBPS for d in ("host→device", "device→host")
-                               for m in ("pageable", "pinned", "pinned + non_blocking")}}],
-    "05_matmul": [{"device": "cpu", "sizes": [64, 128, 256], "tflops": {"float32": [0.01, 0.05, 0.1],
-                                                                        "bfloat16": [0.001, 0.003, 0.004]}},
-                  {"device": "cuda:0", "sizes": [1024, 2048, 4096], "tflops": {
-                      "float32": [30.0, 45.0, 50.0], "tf32": [150.0, 300.0, 380.0], "bfloat16": [300.0, 550.0, 700.0],
-                      "float16": [310.0, 560.0, 720.0]}}],
+    "00_roofline": [
+        roofline_result(device, dtype) for device in ("cpu", "cuda:0") for dtype in ("float32", "bfloat16", "float16")
+    ],
+    "00_overhead": [
+        {"sizes": [4, 1024, 2**20], "seconds": {"cpu": [1e-6, 1.2e-6, 1e-4]}},
+        {"sizes": [4, 1024, 2**20], "seconds": {"cpu": [1e-6, 1.2e-6, 1e-4], "cuda:0": [6e-6] * 3}},
+    ],
+    "01_matmul": [
+        matmul_result(device, dtype) for device in ("cpu", "cuda:0") for dtype in ("float32", "float16", "bfloat16")
+    ],
+    "02_bandwidth": [
+        {
+            "device": "cpu",
+            "sizes": [4096, 65536, 2**20],
+            "gbps": {"host memory copy": [3.0, 8.0, 10.0]},
+            "pin_seconds": [],
+        },
+        {
+            "device": "cuda:0",
+            "sizes": [4096, 65536, 2**20],
+            "pin_seconds": [1e-5, 2e-5, 5e-5],
+            "gbps": {
+                f"{d} {m}": GBPS
+                for d in ("host→device", "device→host")
+                for m in ("pageable", "pinned", "pinned + non_blocking")
+            },
+        },
+    ],
+    "05_matmul": [
+        {
+            "device": "cpu",
+            "sizes": [64, 128, 256],
+            "tflops": {"float32": [0.01, 0.05, 0.1], "bfloat16": [0.001, 0.003, 0.004]},
+        },
+        {
+            "device": "cuda:0",
+            "sizes": [1024, 2048, 4096],
+            "tflops": {
+                "float32": [30.0, 45.0, 50.0],
+                "tf32": [150.0, 300.0, 380.0],
+                "bfloat16": [300.0, 550.0, 700.0],
+                "float16": [310.0, 560.0, 720.0],
+            },
+        },
+    ],
     "06_allreduce": [dict(ALLREDUCE, backend="gloo", device="cpu"), dict(ALLREDUCE, backend="nccl", device="cuda:0")],
 }
 
@@ -259,8 +322,12 @@ def drawn(panel, result):
     figure = plots.new_figure((11, 3.6))
     figures.PANELS[panel](result, figure)
     by_key = {entry.key: entry for entry in reference.PUBLISHED}
-    return [(by_key[line.get_gid().split("|", 1)[1]], ax, line) for ax in figure.axes for line in ax.get_lines()
-            if (line.get_gid() or "").startswith("published|")]
+    return [
+        (by_key[line.get_gid().split("|", 1)[1]], ax, line)
+        for ax in figure.axes
+        for line in ax.get_lines()
+        if (line.get_gid() or "").startswith("published|")
+    ]
 
 
 def mismatches(panel, result) -> list[str]:
@@ -293,21 +360,23 @@ def mismatches(panel, result) -> list[str]:
 @pytest.mark.parametrize("panel", sorted(RESULTS))
 def test_a_panel_draws_its_published_figures_at_their_values_in_its_axis_unit(panel):
     assert {name for entry in reference.PUBLISHED for name in drawn_by(entry.key)} == set(RESULTS), (
-        "a panel without results here")
+        "a panel without results here"
+    )
     shown = set()
     for result in RESULTS[panel]:
         assert mismatches(panel, result) == []
         shown |= {entry.key for entry, _ax, _line in drawn(panel, result)}
     assert drawn(panel, RESULTS[panel][0]), f"{panel}: a CPU-only reader sees no published figure"
     assert shown == {entry.key for entry in reference.published(figures.PANELS[panel].published_keys)}, (
-        f"{panel}: some published figures never drawn")
+        f"{panel}: some published figures never drawn"
+    )
 
 
 def test_a_figure_drawn_in_the_published_unit_instead_of_the_axiss_is_caught(monkeypatch):
     # The slip the check is for: a TFLOP/s figure drawn as-is on an axis in GFLOP/s.
     monkeypatch.setattr(reference.Published, "value_in", lambda self, unit: self.value)
     assert mismatches("01_matmul", matmul_result("cpu", "float32"))
-    assert mismatches("05_matmul", RESULTS["05_matmul"][0]) == []        # TFLOP/s on a TFLOP/s axis: still right
+    assert mismatches("05_matmul", RESULTS["05_matmul"][0]) == []  # TFLOP/s on a TFLOP/s axis: still right
 
 
 def test_a_figure_of_another_quantity_cannot_be_drawn(monkeypatch):

@@ -42,8 +42,9 @@ def test_agrees_with_torch_utils_benchmark_on_a_cpu_matmul():
         ours, theirs = [], []
         for _ in range(3):
             ours.append(time_fn(lambda: a @ a, device="cpu", budget_s=0.3).median_s)
-            theirs.append(benchmark.Timer("a @ a", globals={"a": a}, num_threads=1)
-                          .blocked_autorange(min_run_time=0.3).median)
+            theirs.append(
+                benchmark.Timer("a @ a", globals={"a": a}, num_threads=1).blocked_autorange(min_run_time=0.3).median
+            )
     finally:
         torch.set_num_threads(threads)
     assert min(ours) == pytest.approx(min(theirs), rel=0.2), (ours, theirs)
@@ -76,8 +77,9 @@ def test_every_sample_waits_for_the_device(monkeypatch):
 
 
 def test_rates_follow_from_the_median():
-    result = Timing(samples_s=(1.0, 2.0, 3.0), calls_per_sample=1, device="cpu", clock="wall clock",
-                    flops=4e12, bytes_moved=6e9)
+    result = Timing(
+        samples_s=(1.0, 2.0, 3.0), calls_per_sample=1, device="cpu", clock="wall clock", flops=4e12, bytes_moved=6e9
+    )
     assert result.median_s == 2.0
     assert result.gflops == pytest.approx(2000.0)
     assert result.tflops == pytest.approx(2.0)
@@ -175,7 +177,7 @@ def test_a_steady_machine_takes_every_planned_sample(monkeypatch):
 
 def test_expected_seconds_grows_with_the_call_and_a_quick_call_costs_the_budget():
     assert timing.expected_seconds(1e-6, budget_s=0.1) == pytest.approx(0.1, rel=0.05)
-    assert timing.expected_seconds(1.0) == pytest.approx(8.0)       # 2 warm-up + 1 sizing + 5 samples
+    assert timing.expected_seconds(1.0) == pytest.approx(8.0)  # 2 warm-up + 1 sizing + 5 samples
     assert timing.expected_seconds(2.0) > timing.expected_seconds(1.0)
 
 
@@ -189,7 +191,7 @@ def test_calibration_rates_are_measured_once_and_remembered():
 def test_matmul_n_for_sizes_a_multiply_by_the_measured_rate(monkeypatch):
     from gpulab import memory
 
-    rates = {"slow": 1.0, "laptop": 100.0, "h100": 5e4}            # GFLOP/s
+    rates = {"slow": 1.0, "laptop": 100.0, "h100": 5e4}  # GFLOP/s
     monkeypatch.setattr(memory, "largest_square_n", lambda device, matrices, dtype: 100_000)
     for name, gflops in rates.items():
         monkeypatch.setattr(timing, "matmul_gflops", lambda device, dtype=torch.float32, n=512, g=gflops: g)
@@ -197,9 +199,9 @@ def test_matmul_n_for_sizes_a_multiply_by_the_measured_rate(monkeypatch):
         assert n % 256 == 0 and 256 <= n <= 8192, (name, n)
         if 256 < n < 8192:
             assert 2 * n**3 / (gflops * 1e9) <= 0.05 < 2 * (n + 256) ** 3 / (gflops * 1e9), (name, n)
-    assert [timing.matmul_n_for(0.05, "cpu") for _ in "x"] == [8192]                  # 50 TFLOP/s: the largest
+    assert [timing.matmul_n_for(0.05, "cpu") for _ in "x"] == [8192]  # 50 TFLOP/s: the largest
     monkeypatch.setattr(timing, "matmul_gflops", lambda device, dtype=torch.float32, n=512: 100.0)
-    assert timing.matmul_n_for(0.05, "cpu") == 1280                                   # (0.05 × 1e11 / 2)^(1/3) ≈ 1357
-    assert timing.matmul_n_for(1e-9, "cpu") == 256                                    # never below one step
+    assert timing.matmul_n_for(0.05, "cpu") == 1280  # (0.05 × 1e11 / 2)^(1/3) ≈ 1357
+    assert timing.matmul_n_for(1e-9, "cpu") == 256  # never below one step
     monkeypatch.setattr(memory, "largest_square_n", lambda device, matrices, dtype: 1000)
-    assert timing.matmul_n_for(10.0, "cpu") == 768                                    # three matrices must fit
+    assert timing.matmul_n_for(10.0, "cpu") == 768  # three matrices must fit

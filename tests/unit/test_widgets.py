@@ -49,7 +49,7 @@ def test_set_a_control_click_run_and_read_the_result():
     assert panel.progress.bar_style == "success"
     (image,) = png_outputs(panel)
     assert base64.b64decode(image["data"]["image/png"]).startswith(b"\x89PNG")
-    assert 0 < panel.experiment_s <= panel.elapsed_s          # the experiment alone, then with its figure
+    assert 0 < panel.experiment_s <= panel.elapsed_s  # the experiment alone, then with its figure
 
 
 def test_showing_runs_once_with_the_defaults():
@@ -111,12 +111,12 @@ def test_memory_is_released_after_the_failed_run_has_let_go_of_its_tensors(monke
     seen = {}
 
     def greedy(progress):
-        activations = torch.ones(1000)             # what the run made before it ran out
+        activations = torch.ones(1000)  # what the run made before it ran out
         seen["activations"] = weakref.ref(activations)
         try:
             raise ValueError("a first failure")
         except ValueError:
-            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 80.00 GiB")
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 80.00 GiB")  # noqa: B904 -- its context is the point
 
     def release():
         seen["while handling"] = sys.exc_info()[1]
@@ -126,11 +126,15 @@ def test_memory_is_released_after_the_failed_run_has_let_go_of_its_tensors(monke
     monkeypatch.setattr(widgets, "_release_memory", release)
     panel = Panel(greedy, {})
     panel.run()
-    assert seen["while handling"] is None, f"memory released inside the except block, while {seen['while handling']!r} is handled"
+    assert seen["while handling"] is None, (
+        f"memory released inside the except block, while {seen['while handling']!r} is handled"
+    )
     assert seen["alive"] is False, "the failed run's tensor was still alive when the panel released memory"
     assert isinstance(panel.error, torch.OutOfMemoryError) and panel.error.__traceback__ is None
     assert isinstance(panel.error.__context__, ValueError) and panel.error.__context__.__traceback__ is None
-    assert "OutOfMemoryError" in panel.output.outputs[-1]["text"] and "a first failure" in panel.output.outputs[-1]["text"]
+    assert (
+        "OutOfMemoryError" in panel.output.outputs[-1]["text"] and "a first failure" in panel.output.outputs[-1]["text"]
+    )
 
 
 def test_a_failing_plot_is_an_error_in_the_panel_too():
@@ -151,7 +155,7 @@ def test_a_panel_drawn_by_a_panels_figure_takes_its_name():
     assert Panel(sweep, {}, plot=figures.bandwidth).name == "02_bandwidth"
     assert Panel(sweep, {}, plot=figures.bandwidth, name="02_bandwidth").name == "02_bandwidth"
     assert Panel(sweep, {}, plot=lambda result, figure: None, name="98_own").name == "98_own"
-    assert Panel(sweep, {}, plot=lambda result, figure: None).name is None        # run, and never recorded
+    assert Panel(sweep, {}, plot=lambda result, figure: None).name is None  # run, and never recorded
     with pytest.raises(ValueError, match="bandwidth draws the panel '02_bandwidth', not '02_sync'"):
         Panel(sweep, {}, plot=figures.bandwidth, name="02_sync")
 
@@ -176,7 +180,7 @@ def test_log2_slider_is_capped_to_what_the_device_holds():
 def test_bytes_slider_is_labelled_and_capped():
     slider = widgets.bytes_slider("size", 4096, 2**30, 64 * 2**20, cap=20 * 2**20)
     assert slider.options[0] == ("4 KiB", 4096) and slider.options[-1] == ("16 MiB", 16 * 2**20)
-    assert slider.value == 16 * 2**20           # the default lowered to what fits
+    assert slider.value == 16 * 2**20  # the default lowered to what fits
     assert widgets.bytes_slider("size", 4096, 2**30, 64 * 2**20).value == 64 * 2**20
 
 
@@ -213,7 +217,7 @@ def capped_panel(limit_s=15.0):
 
 def test_sliders_offer_only_what_finishes_within_the_limit():
     panel = capped_panel()
-    assert list(panel.controls["max_n"].options) == [2, 4, 8]       # 16 would take 16 s
+    assert list(panel.controls["max_n"].options) == [2, 4, 8]  # 16 would take 16 s
     assert panel.hidden["max_n"] == [16, 32, 64]
     assert "largest n above 8 hidden" in panel.hint.value and "15 s" in panel.hint.value
 
@@ -222,12 +226,12 @@ def test_a_costlier_setting_elsewhere_lowers_the_cap_and_a_cheaper_one_restores_
     panel = capped_panel()
     panel.controls["scale"].value = 3
     assert list(panel.controls["max_n"].options) == [2, 4]
-    assert panel.controls["max_n"].value == 4                        # the chosen 8 no longer fits
+    assert panel.controls["max_n"].value == 4  # the chosen 8 no longer fits
     panel.controls["scale"].value = 1
     assert list(panel.controls["max_n"].options) == [2, 4, 8]
-    assert panel.controls["max_n"].value == 4                        # the reader's choice is kept
+    assert panel.controls["max_n"].value == 4  # the reader's choice is kept
     panel.controls["scale"].value = 10
-    assert list(panel.controls["max_n"].options) == [2]              # the smallest always stays
+    assert list(panel.controls["max_n"].options) == [2]  # the smallest always stays
     assert panel.run() is not None
 
 
@@ -236,8 +240,8 @@ def test_the_limit_is_15_seconds_or_what_gpulab_panel_limit_s_says(monkeypatch):
     assert widgets.default_limit_s() == 15.0 and capped_panel(limit_s=None).limit_s == 15.0
     monkeypatch.setenv("GPULAB_PANEL_LIMIT_S", "5")
     panel = capped_panel(limit_s=None)
-    assert panel.limit_s == 5.0 and list(panel.controls["max_n"].options) == [2, 4]     # 8 would take 8 s
-    assert capped_panel(limit_s=15.0).limit_s == 15.0                                   # a panel's own limit wins
+    assert panel.limit_s == 5.0 and list(panel.controls["max_n"].options) == [2, 4]  # 8 would take 8 s
+    assert capped_panel(limit_s=15.0).limit_s == 15.0  # a panel's own limit wins
     for bad in ("soon", "0", "-3"):
         monkeypatch.setenv("GPULAB_PANEL_LIMIT_S", bad)
         with pytest.raises(ValueError, match="GPULAB_PANEL_LIMIT_S"):
@@ -247,8 +251,11 @@ def test_the_limit_is_15_seconds_or_what_gpulab_panel_limit_s_says(monkeypatch):
 def test_nothing_hidden_says_nothing_and_byte_sliders_keep_their_labels():
     panel = capped_panel(limit_s=1e6)
     assert panel.hint.value == "" and panel.hidden["max_n"] == []
-    sized = Panel(lambda size, progress: size, {"size": widgets.bytes_slider("size", 1024, 2**20, 2**16)},
-                  estimate_s=lambda size: 15 * size / 2**16)
+    sized = Panel(
+        lambda size, progress: size,
+        {"size": widgets.bytes_slider("size", 1024, 2**20, 2**16)},
+        estimate_s=lambda size: 15 * size / 2**16,
+    )
     assert sized.controls["size"].options[-1] == ("64 KiB", 2**16)
     assert "size above 64 KiB hidden" in sized.hint.value
 

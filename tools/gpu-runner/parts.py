@@ -33,11 +33,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 LIMIT_S = 8 * 60
-SHORTEST_START_S = 60       # under --budget, a part starts only with this much of the call left
-KILL_GRACE_S = 10           # after SIGINT, before SIGKILL
-CUT_OFF = 124               # the exit status of a part cut off at its limit, as timeout(1) has it
+SHORTEST_START_S = 60  # under --budget, a part starts only with this much of the call left
+KILL_GRACE_S = 10  # after SIGINT, before SIGKILL
+CUT_OFF = 124  # the exit status of a part cut off at its limit, as timeout(1) has it
 OUTCOME = re.compile(r"^(\S.*?) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
-TEST_ID = re.compile(r"^\S+::\S")           # pytest -v names a test before it runs it, its outcome after
+TEST_ID = re.compile(r"^\S+::\S")  # pytest -v names a test before it runs it, its outcome after
 SUMMARY = re.compile(r"^=+ .*\b(passed|failed|error|errors|skipped|deselected|no tests ran)\b.* =+$")
 
 
@@ -47,8 +47,8 @@ class Step:
 
     name: str
     command: list[str]
-    stdout: str | None = None          # a file in the part's folder for its standard output (NAME.log keeps stderr)
-    records: str | None = None         # a folder (in the part's folder unless absolute) it writes records into
+    stdout: str | None = None  # a file in the part's folder for its standard output (NAME.log keeps stderr)
+    records: str | None = None  # a folder (in the part's folder unless absolute) it writes records into
     env: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
@@ -56,15 +56,15 @@ class Step:
 class Part:
     name: str
     what: str
-    estimate: str                      # how long it takes on an H100, and what that rests on
-    steps: Callable[[Path], list[Step]]    # the part's folder -> its steps
+    estimate: str  # how long it takes on an H100, and what that rests on
+    steps: Callable[[Path], list[Step]]  # the part's folder -> its steps
 
 
 def pytest(*args: str) -> list[str]:
     return [sys.executable, "-m", "pytest", "-v", "--durations=20", *args]
 
 
-REQUIRE_CUDA = {"GPULAB_REQUIRE_CUDA": "1"}      # a CUDA test that skips fails the run (tests/conftest.py)
+REQUIRE_CUDA = {"GPULAB_REQUIRE_CUDA": "1"}  # a CUDA test that skips fails the run (tests/conftest.py)
 
 
 def lessons() -> list[str]:
@@ -72,32 +72,44 @@ def lessons() -> list[str]:
 
 
 def answers_part(stem: str) -> Part:
-    return Part(f"answers-{stem[:2]}", f"{stem}'s exercises graded: tests/e2e/test_answers.py -k {stem}",
-                "3 to 5 min each, a guess: the H100 graded about 44 rounds, some two lessons, in one 10-minute command",
-                lambda folder: [Step("answers", pytest("tests/e2e/test_answers.py", "-k", stem), env=REQUIRE_CUDA)])
+    return Part(
+        f"answers-{stem[:2]}",
+        f"{stem}'s exercises graded: tests/e2e/test_answers.py -k {stem}",
+        "3 to 5 min each, a guess: the H100 graded about 44 rounds, some two lessons, in one 10-minute command",
+        lambda folder: [Step("answers", pytest("tests/e2e/test_answers.py", "-k", stem), env=REQUIRE_CUDA)],
+    )
 
 
 def build_parts(bench_out: Path | None = None) -> dict[str, Part]:
     """Every part, in the order `all` runs them; the bench writes into ``bench_out`` if given."""
     records = Part(
-        "records", "gpulab info, probe.py, `gpulab bench` (a reference record per panel), every lesson under nbval",
+        "records",
+        "gpulab info, probe.py, `gpulab bench` (a reference record per panel), every lesson under nbval",
         "about 7 min on the H100 SXM: the probe a few seconds, the bench about 3 (its panels took 61 s), the lessons "
         "217 s",
         lambda folder: [
             Step("devices", [sys.executable, "-m", "gpulab", "info"], stdout="devices.txt"),
             Step("probe", [sys.executable, str(HERE / "probe.py")], stdout="probe.json"),
-            Step("bench", [sys.executable, "-m", "gpulab", "bench", str(bench_out or folder / "bench-results")],
-                 records=str(bench_out or folder / "bench-results")),
+            Step(
+                "bench",
+                [sys.executable, "-m", "gpulab", "bench", str(bench_out or folder / "bench-results")],
+                records=str(bench_out or folder / "bench-results"),
+            ),
             Step("lessons", pytest("notebooks"), env=REQUIRE_CUDA),
-        ])
+        ],
+    )
     cuda_tests = Part(
-        "cuda-tests", "the unit tests (tests/unit, where every CUDA test is), no CUDA test skipped",
+        "cuda-tests",
+        "the unit tests (tests/unit, where every CUDA test is), no CUDA test skipped",
         "about 3 min, a guess: not yet timed on a GPU; make check runs them and more in under 5 on 2 CPU cores",
-        lambda folder: [Step("unit", pytest("tests/unit"), env=REQUIRE_CUDA)])
+        lambda folder: [Step("unit", pytest("tests/unit"), env=REQUIRE_CUDA)],
+    )
     solutions = Part(
-        "solutions", "every solution notebook under nbval",
+        "solutions",
+        "every solution notebook under nbval",
         "about 4.5 min: not timed whole on the H100 (195 cells passed before its command ran out)",
-        lambda folder: [Step("solutions", pytest("solutions"), env=REQUIRE_CUDA)])
+        lambda folder: [Step("solutions", pytest("solutions"), env=REQUIRE_CUDA)],
+    )
     parts = [records, cuda_tests, solutions, *(answers_part(stem) for stem in lessons())]
     return {part.name: part for part in parts}
 
@@ -142,7 +154,7 @@ class Ran:
 def _copy(pipe, log) -> None:
     """Copy a step's output, line by line as it comes, into its log and onto this process's stdout."""
     for line in iter(pipe.readline, b""):
-        if log.closed:          # the step is over; what a process it left behind still writes is not its output
+        if log.closed:  # the step is over; what a process it left behind still writes is not its output
             return
         log.write(line)
         log.flush()
@@ -194,9 +206,15 @@ def run_step(step: Step, folder: Path, seconds: float) -> Ran:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "MPLBACKEND": "Agg", "JUPYTER_PLATFORM_DIRS": "1", **step.env}
     with open(log_path, "wb") as log:
         stdout = open(folder / step.stdout, "wb") if step.stdout else subprocess.PIPE
-        process = subprocess.Popen(step.command, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=stdout,
-                                   stderr=subprocess.PIPE if step.stdout else subprocess.STDOUT,
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            step.command,
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=subprocess.PIPE if step.stdout else subprocess.STDOUT,
+            start_new_session=True,
+        )
         if step.stdout:
             stdout.close()
         # A daemon: a process the step started in a session of its own may hold the pipe open after the step ends.
@@ -233,21 +251,29 @@ def run_part(part: Part, out: Path, limit_s: float = LIMIT_S, limit_name: str | 
     failed = [r.status for r in ran if r.status not in (0, None)]
     if ran and ran[-1].status is None:
         finished = [r.step.name for r in ran[:-1]]
-        head = (f"{part.name}: cut off after {seconds:.0f} s at {limit_name or limit_words(limit_s)}: "
-                + (f"{', '.join(finished)} finished, " if finished else "")
-                + f"{ran[-1].step.name} was running" + (f" ({ran[-1].done})" if ran[-1].done else ""))
+        head = (
+            f"{part.name}: cut off after {seconds:.0f} s at {limit_name or limit_words(limit_s)}: "
+            + (f"{', '.join(finished)} finished, " if finished else "")
+            + f"{ran[-1].step.name} was running"
+            + (f" ({ran[-1].done})" if ran[-1].done else "")
+        )
         status = CUT_OFF
     else:
         head = f"{part.name}: {'failed' if failed else 'passed'} in {seconds:.0f} s"
         status = failed[0] if failed else 0
-    lines = [head, *(f"  {r.line()}" for r in ran), *(f"  {step.name}: not started" for step in steps[len(ran):])]
+    lines = [head, *(f"  {r.line()}" for r in ran), *(f"  {step.name}: not started" for step in steps[len(ran) :])]
     (folder / "result.txt").write_text("\n".join(lines) + "\n")
     print(f"\n== {head}", flush=True)
     return status
 
 
-def run_parts(parts: list[Part], out: Path, limit_s: float = LIMIT_S, budget_s: float | None = None,
-              shortest_start_s: float = SHORTEST_START_S) -> int:
+def run_parts(
+    parts: list[Part],
+    out: Path,
+    limit_s: float = LIMIT_S,
+    budget_s: float | None = None,
+    shortest_start_s: float = SHORTEST_START_S,
+) -> int:
     """Run ``parts`` in order, each under ``limit_s`` and all under ``budget_s``; return 0 or the first part's status
     that was not (a part left no time to start is written as not started, status 124)."""
     started = time.monotonic()
@@ -259,8 +285,9 @@ def run_parts(parts: list[Part], out: Path, limit_s: float = LIMIT_S, budget_s: 
             if left < shortest_start_s:
                 folder = Path(out) / part.name
                 folder.mkdir(parents=True, exist_ok=True)
-                (folder / "result.txt").write_text(f"{part.name}: not started: {max(left, 0):.0f} s of the call's "
-                                                   f"{budget_s:g} s budget were left\n")
+                (folder / "result.txt").write_text(
+                    f"{part.name}: not started: {max(left, 0):.0f} s of the call's {budget_s:g} s budget were left\n"
+                )
                 statuses.append(CUT_OFF)
                 continue
             if left < limit_s:
@@ -286,16 +313,21 @@ def describe(parts: dict[str, Part]) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=describe(build_parts()),
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog=describe(build_parts()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("out", type=Path, help="the folder each part writes its own folder into")
     parser.add_argument("parts", nargs="*", default=["all"], metavar="PART", help="the parts to run (default: all)")
     parser.add_argument("--limit", type=float, default=LIMIT_S, help=f"each part's seconds (default: {LIMIT_S})")
     parser.add_argument("--budget", type=float, help="the whole call's seconds; a part gets at most what is left")
-    parser.add_argument("--bench-out", type=Path,
-                        help="where the bench writes its records (default: OUT/records/bench-results)")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="check the machine and the names, print each part's steps, run nothing")
+    parser.add_argument(
+        "--bench-out", type=Path, help="where the bench writes its records (default: OUT/records/bench-results)"
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="check the machine and the names, print each part's steps, run nothing"
+    )
     return parser
 
 

@@ -17,13 +17,19 @@ import argparse
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-PLATFORMS = ["manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
-             "manylinux1_x86_64"]
+PLATFORMS = [
+    "manylinux_2_28_x86_64",
+    "manylinux_2_27_x86_64",
+    "manylinux_2_17_x86_64",
+    "manylinux2014_x86_64",
+    "manylinux1_x86_64",
+]
 
 
 def normalized(name: str) -> str:
@@ -52,8 +58,22 @@ def requirements(root: Path = ROOT, have: set[str] | None = None) -> list[str]:
 
 def download_command(dest: Path, python: str, wanted: list[str]) -> list[str]:
     platforms = [flag for platform in PLATFORMS for flag in ("--platform", platform)]
-    return [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "--only-binary=:all:",
-            "--python-version", python, "--implementation", "cp", *platforms, "--dest", str(dest), *wanted]
+    return [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--disable-pip-version-check",
+        "--only-binary=:all:",
+        "--python-version",
+        python,
+        "--implementation",
+        "cp",
+        *platforms,
+        "--dest",
+        str(dest),
+        *wanted,
+    ]
 
 
 def prune(dest: Path, have: set[str]) -> list[str]:
@@ -69,8 +89,9 @@ def prune(dest: Path, have: set[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--python", default="3.12", help="the GPU machine's Python version (default: 3.12)")
-    parser.add_argument("--dest", type=Path, default=HERE / "wheels",
-                        help="where the wheels go (default: wheels/ here)")
+    parser.add_argument(
+        "--dest", type=Path, default=HERE / "wheels", help="where the wheels go (default: wheels/ here)"
+    )
     args = parser.parse_args(argv)
     args.dest.mkdir(parents=True, exist_ok=True)
     wanted = requirements()

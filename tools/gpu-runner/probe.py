@@ -26,7 +26,7 @@ def error_of(work) -> dict | None:
     """The type and first line of what ``work()`` raises, or None."""
     try:
         work()
-    except Exception as exc:   # noqa: BLE001 - the point is to record any error
+    except Exception as exc:  # noqa: BLE001 - the point is to record any error
         return {"type": type(exc).__name__, "message": str(exc).strip().splitlines()[0] if str(exc).strip() else ""}
     return None
 
@@ -95,9 +95,14 @@ def autocast_dtypes() -> dict:
     for dtype in (torch.float16, torch.bfloat16):
         with torch.autocast("cuda", dtype=dtype):
             results = {
-                "matmul": a @ a, "linear": torch.nn.functional.linear(a, a), "sum": (a @ a).sum(),
-                "softmax": torch.softmax(a @ a, dim=-1), "layer_norm": torch.nn.functional.layer_norm(a, (64,)),
-                "relu": torch.relu(a @ a), "add fp32": a + a, "mse_loss": torch.nn.functional.mse_loss(a @ a, a),
+                "matmul": a @ a,
+                "linear": torch.nn.functional.linear(a, a),
+                "sum": (a @ a).sum(),
+                "softmax": torch.softmax(a @ a, dim=-1),
+                "layer_norm": torch.nn.functional.layer_norm(a, (64,)),
+                "relu": torch.relu(a @ a),
+                "add fp32": a + a,
+                "mse_loss": torch.nn.functional.mse_loss(a @ a, a),
             }
         out[str(dtype)] = {name: str(value.dtype) for name, value in results.items()}
     return out
@@ -158,7 +163,7 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("probe.py needs a CUDA device, real or simulated (GPULAB_SIMULATE)", file=sys.stderr)
         return 2
-    free, total = torch.cuda.mem_get_info()   # initialises the context
+    free, total = torch.cuda.mem_get_info()  # initialises the context
     record = {
         "torch": torch.__version__,
         "device count": torch.cuda.device_count(),

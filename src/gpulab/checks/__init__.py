@@ -41,12 +41,33 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = ["Copy", "FACTORY_OPS", "Read", "SimulatedMemory", "SimulatedQueue", "TimedCall", "TransferRecorder",
-           "aten_ops", "everywhere", "patched", "recorded_time_fn"]
+__all__ = [
+    "Copy",
+    "FACTORY_OPS",
+    "Read",
+    "SimulatedMemory",
+    "SimulatedQueue",
+    "TimedCall",
+    "TransferRecorder",
+    "aten_ops",
+    "everywhere",
+    "patched",
+    "recorded_time_fn",
+]
 
-_LAZY = {"TimedCall": "timer", "recorded_time_fn": "timer", "everywhere": "replace", "patched": "replace",
-         "Copy": "transfers", "FACTORY_OPS": "transfers", "Read": "transfers", "TransferRecorder": "transfers",
-         "aten_ops": "transfers", "SimulatedMemory": "device_memory", "SimulatedQueue": "kernel_queue"}
+_LAZY = {
+    "TimedCall": "timer",
+    "recorded_time_fn": "timer",
+    "everywhere": "replace",
+    "patched": "replace",
+    "Copy": "transfers",
+    "FACTORY_OPS": "transfers",
+    "Read": "transfers",
+    "TransferRecorder": "transfers",
+    "aten_ops": "transfers",
+    "SimulatedMemory": "device_memory",
+    "SimulatedQueue": "kernel_queue",
+}
 
 
 def __getattr__(name: str):

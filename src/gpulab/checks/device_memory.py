@@ -53,7 +53,7 @@ MB = 2**20
 class Block:
     """``nbytes`` of simulated device memory, allocated while this object lives."""
 
-    def __init__(self, memory: "SimulatedMemory", nbytes: int, allocation=None):
+    def __init__(self, memory: SimulatedMemory, nbytes: int, allocation=None):
         self.nbytes = nbytes
         self._free = weakref.finalize(self, memory._release, nbytes, allocation)
 
@@ -101,7 +101,8 @@ class SimulatedMemory:
             raise torch.OutOfMemoryError(
                 f"CUDA out of memory. Tried to allocate {nbytes / MB:.2f} MiB. GPU 0 has a total capacity of "
                 f"{self.total / 2**30:.2f} GiB of which {(self.total - self.allocated) / MB:.2f} MiB is free. "
-                f"Of the allocated memory {self.allocated / MB:.2f} MiB is allocated by PyTorch (simulated)")
+                f"Of the allocated memory {self.allocated / MB:.2f} MiB is allocated by PyTorch (simulated)"
+            )
         self.allocations += 1
         self.allocated += nbytes
         self.peak = max(self.peak, self.allocated)
@@ -156,9 +157,13 @@ class SimulatedMemory:
             "max_memory_allocated": stat("allocated_bytes", "peak"),
             "memory_reserved": stat("reserved_bytes", "current"),
             "max_memory_reserved": stat("reserved_bytes", "peak"),
-            "reset_peak_memory_stats": reset_peak, "reset_max_memory_allocated": reset_peak,
-            "empty_cache": empty_cache, "synchronize": lambda *args, **kwargs: None,
-            "memory_stats": counter(flat_stats), "mem_get_info": free_and_total, "get_memory_info": free_and_total,
+            "reset_peak_memory_stats": reset_peak,
+            "reset_max_memory_allocated": reset_peak,
+            "empty_cache": empty_cache,
+            "synchronize": lambda *args, **kwargs: None,
+            "memory_stats": counter(flat_stats),
+            "mem_get_info": free_and_total,
+            "get_memory_info": free_and_total,
         }
 
     def _patches(self) -> dict:
@@ -174,36 +179,51 @@ class SimulatedMemory:
         allocated, peak = counter(lambda: memory.allocated), counter(lambda: memory.peak)
         free_and_total = counter(lambda: (memory.total - memory.allocated, memory.total))
         memory_functions = {
-            "memory_allocated": allocated, "max_memory_allocated": peak, "memory_reserved": allocated,
-            "max_memory_reserved": peak, "reset_peak_memory_stats": reset_peak, "reset_max_memory_allocated": reset_peak,
-            "empty_cache": lambda *args, **kwargs: None, "synchronize": lambda *args, **kwargs: None,
-            "memory_stats": counter(lambda: {"allocated_bytes.all.current": memory.allocated,
-                                             "allocated_bytes.all.peak": memory.peak,
-                                             "reserved_bytes.all.current": memory.allocated}),
-            "mem_get_info": free_and_total, "get_memory_info": free_and_total,
+            "memory_allocated": allocated,
+            "max_memory_allocated": peak,
+            "memory_reserved": allocated,
+            "max_memory_reserved": peak,
+            "reset_peak_memory_stats": reset_peak,
+            "reset_max_memory_allocated": reset_peak,
+            "empty_cache": lambda *args, **kwargs: None,
+            "synchronize": lambda *args, **kwargs: None,
+            "memory_stats": counter(
+                lambda: {
+                    "allocated_bytes.all.current": memory.allocated,
+                    "allocated_bytes.all.peak": memory.peak,
+                    "reserved_bytes.all.current": memory.allocated,
+                }
+            ),
+            "mem_get_info": free_and_total,
+            "get_memory_info": free_and_total,
         }
         if self._allocator is not None:
             memory_functions = self._cached_patches()
-        if not gpu:    # a machine without a GPU: every memory function refuses, as there
+        if not gpu:  # a machine without a GPU: every memory function refuses, as there
             memory_functions = dict.fromkeys(memory_functions, no_gpu)
         patches = presence_patches(gpu)
         patches[torch.cuda].update({name: f for name, f in memory_functions.items() if name != "get_memory_info"})
-        for module in (getattr(torch.cuda, "memory", None), getattr(torch, "accelerator", None),
-                       getattr(getattr(torch, "accelerator", None), "memory", None)):
+        for module in (
+            getattr(torch.cuda, "memory", None),
+            getattr(torch, "accelerator", None),
+            getattr(getattr(torch, "accelerator", None), "memory", None),
+        ):
             if module is not None:
                 # only what this torch has: code that looks for a function must find what it would find
                 patches.setdefault(module, {}).update(
-                    {name: f for name, f in memory_functions.items() if hasattr(module, name)})
+                    {name: f for name, f in memory_functions.items() if hasattr(module, name)}
+                )
         return patches
 
-    def __enter__(self) -> "SimulatedMemory":
-        namespace = sys._getframe(1).f_globals      # the module entering the block: names it took before
+    def __enter__(self) -> SimulatedMemory:
+        namespace = sys._getframe(1).f_globals  # the module entering the block: names it took before
         stack = contextlib.ExitStack()
         for owner, functions in self._patches().items():
             for name, replacement in functions.items():
                 # is_available is simulated even where this torch's accelerator lacks it
-                stack.enter_context(everywhere(owner, name, replacement, namespace, main=True,
-                                               create=name == "is_available"))
+                stack.enter_context(
+                    everywhere(owner, name, replacement, namespace, main=True, create=name == "is_available")
+                )
         self._stack = stack
         return self
 

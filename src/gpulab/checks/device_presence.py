@@ -14,14 +14,20 @@ def presence_patches(gpu: bool) -> dict:
     devices there are, on a simulated machine with one CUDA GPU (``gpu``) or none:
     ``{module: {name: replacement}}``, for the simulations to extend and apply."""
     patches = {
-        torch.cuda: {"is_available": lambda: gpu, "device_count": lambda: int(gpu), "current_device": lambda: 0,
-                     "is_initialized": lambda: gpu, "get_device_name": lambda *a, **k: "Simulated GPU"},
+        torch.cuda: {
+            "is_available": lambda: gpu,
+            "device_count": lambda: int(gpu),
+            "current_device": lambda: 0,
+            "is_initialized": lambda: gpu,
+            "get_device_name": lambda *a, **k: "Simulated GPU",
+        },
         torch.backends.mps: {"is_available": lambda: False},
     }
     accelerator = getattr(torch, "accelerator", None)
     if accelerator is not None:
         patches[accelerator] = {
-            "is_available": lambda *a, **k: gpu, "device_count": lambda: int(gpu),
+            "is_available": lambda *a, **k: gpu,
+            "device_count": lambda: int(gpu),
             "current_accelerator": lambda *a, **k: torch.device("cuda") if gpu else None,
             "current_device_index": lambda: 0 if gpu else -1,
         }

@@ -49,7 +49,7 @@ class Kernel:
     ``calls`` counts the calls. ``seconds_of(n)`` is how long the n-th call (from 1) runs.
     """
 
-    def __init__(self, queue: "SimulatedQueue", seconds_of):
+    def __init__(self, queue: SimulatedQueue, seconds_of):
         self.queue = queue
         self.seconds_of = seconds_of
         self.calls = 0
@@ -67,7 +67,7 @@ class SimulatedQueue:
         if self.device.type not in ("cuda", "cpu"):
             raise ValueError(f"SimulatedQueue simulates a cuda GPU or a cpu, not {self.device.type!r}")
         self.launch_s = launch_s
-        self.host_s = 1000.0          # the host's clock, in seconds
+        self.host_s = 1000.0  # the host's clock, in seconds
         self.idle_from_s = self.host_s  # when the device will have finished all it was given
         self.launches = 0
         self.syncs = 0
@@ -75,8 +75,14 @@ class SimulatedQueue:
 
     # -- what code running inside the block sees
 
-    def kernel(self, seconds: float, *, first_calls: int = 0, first_s: float | None = None,
-               slow: dict[int, float] | None = None) -> Kernel:
+    def kernel(
+        self,
+        seconds: float,
+        *,
+        first_calls: int = 0,
+        first_s: float | None = None,
+        slow: dict[int, float] | None = None,
+    ) -> Kernel:
         """A kernel that runs ``seconds`` per call on the device.
 
         The first ``first_calls`` calls take ``first_s`` instead (a warm-up: a first call that
@@ -118,9 +124,14 @@ class SimulatedQueue:
             return int(round(self.host_s * 1e9))
 
         epoch = 1.7e9  # time.time() reads like a date
-        return {"perf_counter": seconds, "perf_counter_ns": nanoseconds, "monotonic": seconds,
-                "monotonic_ns": nanoseconds, "time": lambda: epoch + self.host_s,
-                "time_ns": lambda: int(round((epoch + self.host_s) * 1e9))}
+        return {
+            "perf_counter": seconds,
+            "perf_counter_ns": nanoseconds,
+            "monotonic": seconds,
+            "monotonic_ns": nanoseconds,
+            "time": lambda: epoch + self.host_s,
+            "time_ns": lambda: int(round((epoch + self.host_s) * 1e9)),
+        }
 
     def _device_patches(self) -> dict:
         queue = self
@@ -143,14 +154,16 @@ class SimulatedQueue:
             def wait(self, stream=None) -> None:
                 pass
 
-            def elapsed_time(self, end: "Event") -> float:
+            def elapsed_time(self, end: Event) -> float:
                 if not (self.enable_timing and end.enable_timing):
                     raise RuntimeError("Both events must be created with argument 'enable_timing=True'.")
                 if self.at is None or end.at is None:
                     raise RuntimeError("Both events must be recorded before calculating elapsed time.")
                 if queue.host_s < end.at:
-                    raise RuntimeError("CUDA error: device not ready (the end event has not happened yet: "
-                                       "synchronize before reading elapsed_time)")
+                    raise RuntimeError(
+                        "CUDA error: device not ready (the end event has not happened yet: "
+                        "synchronize before reading elapsed_time)"
+                    )
                 return (end.at - self.at) * 1e3
 
         class Stream:
@@ -171,15 +184,20 @@ class SimulatedQueue:
 
         gpu = self.device.type == "cuda"
         patches = presence_patches(gpu)
-        patches[torch.cuda].update({
-            "synchronize": self.synchronize if gpu else no_gpu, "Event": Event if gpu else no_gpu,
-            "current_stream": (lambda device=None: Stream()) if gpu else no_gpu, "device": on_device})
+        patches[torch.cuda].update(
+            {
+                "synchronize": self.synchronize if gpu else no_gpu,
+                "Event": Event if gpu else no_gpu,
+                "current_stream": (lambda device=None: Stream()) if gpu else no_gpu,
+                "device": on_device,
+            }
+        )
         if torch.accelerator in patches:
             patches[torch.accelerator]["synchronize"] = self.synchronize if gpu else no_accelerator
         return patches
 
-    def __enter__(self) -> "SimulatedQueue":
-        namespace = sys._getframe(1).f_globals      # the module entering the block: names it took before
+    def __enter__(self) -> SimulatedQueue:
+        namespace = sys._getframe(1).f_globals  # the module entering the block: names it took before
         clocks = self._clocks()
         replacements = {time: clocks, timeit: {"default_timer": clocks["perf_counter"]}, **self._device_patches()}
         stack = contextlib.ExitStack()

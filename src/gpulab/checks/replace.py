@@ -19,8 +19,9 @@ def _global_names(function) -> set[str]:
 
 
 @contextlib.contextmanager
-def everywhere(owner, name: str, replacement, namespace: dict | None = None, *, main: bool = False,
-               create: bool = False):
+def everywhere(
+    owner, name: str, replacement, namespace: dict | None = None, *, main: bool = False, create: bool = False
+):
     """``owner.name`` is ``replacement`` inside the block, and so is every other place code takes it from:
     each loaded module that holds the same object under ``name`` (``torch.serialization.save`` is
     ``torch.save``), and every name bound to it in ``namespace`` — and, with ``main``, in ``__main__``
@@ -43,14 +44,21 @@ def everywhere(owner, name: str, replacement, namespace: dict | None = None, *, 
         return
     original = getattr(owner, name)
     owned = name in own_dict
-    holders = [vars(module) for module in list(sys.modules.values())
-               if isinstance(module, types.ModuleType) and vars(module) is not own_dict]
+    holders = [
+        vars(module)
+        for module in list(sys.modules.values())
+        if isinstance(module, types.ModuleType) and vars(module) is not own_dict
+    ]
     same_name = [holder for holder in holders if holder.get(name) is original]
     candidates = [namespace, vars(sys.modules["__main__"]) if main and "__main__" in sys.modules else None]
     spaces = {id(space): space for space in candidates if space is not None}
     used = _global_names(replacement)
-    aliases = [(space, key) for space in spaces.values() for key, value in list(space.items())
-               if value is original and key not in used and not (space is own_dict and key == name)]
+    aliases = [
+        (space, key)
+        for space in spaces.values()
+        for key, value in list(space.items())
+        if value is original and key not in used and not (space is own_dict and key == name)
+    ]
     setattr(owner, name, replacement)
     for holder in same_name:
         holder[name] = replacement
@@ -62,7 +70,7 @@ def everywhere(owner, name: str, replacement, namespace: dict | None = None, *, 
         if owned:
             setattr(owner, name, original)
         else:
-            delattr(owner, name)                 # it was inherited: the class's base has it again
+            delattr(owner, name)  # it was inherited: the class's base has it again
         for holder in same_name:
             if holder.get(name) is replacement:
                 holder[name] = original

@@ -10,7 +10,6 @@ from .replace import everywhere
 __all__ = ["TimedCall", "recorded_time_fn"]
 
 
-
 @dataclasses.dataclass
 class TimedCall:
     """One call to ``gpulab.time_fn``: the function it timed and the keywords it was given."""
@@ -40,8 +39,14 @@ def recorded_time_fn(namespace: dict | None = None, *, run: bool = True):
         if run:
             return real(fn, **kwargs)
         fn()
-        return timing.Timing(samples_s=(1e-3,), calls_per_sample=1, device=str(kwargs.get("device")),
-                             clock="not timed", flops=kwargs.get("flops"), bytes_moved=kwargs.get("bytes_moved"))
+        return timing.Timing(
+            samples_s=(1e-3,),
+            calls_per_sample=1,
+            device=str(kwargs.get("device")),
+            clock="not timed",
+            flops=kwargs.get("flops"),
+            bytes_moved=kwargs.get("bytes_moved"),
+        )
 
     # Only the names bound to time_fn are swapped and put back: the check's other variables stay.
     with everywhere(timing, "time_fn", spy, namespace):

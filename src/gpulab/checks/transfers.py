@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -42,14 +43,39 @@ __all__ = ["Copy", "FACTORY_OPS", "Read", "TransferRecorder", "aten_ops"]
 if not torch.cuda.is_available():
     # Before the answer under check runs its first backward (see native.prepare): a check imports this.
     from ..simulated import native
+
     native.prepare(replace=torch.backends.cuda.is_built())
 
 # aten operators that make a new tensor from nothing: what a timed function should not call.
-FACTORY_OPS = frozenset({
-    "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
-    "rand", "rand_like", "randn", "randn_like", "randint", "randint_like", "randperm", "arange", "linspace",
-    "normal", "scalar_tensor", "new_empty", "new_zeros", "new_ones", "new_full", "tensor",
-})
+FACTORY_OPS = frozenset(
+    {
+        "empty",
+        "empty_like",
+        "empty_strided",
+        "zeros",
+        "zeros_like",
+        "ones",
+        "ones_like",
+        "full",
+        "full_like",
+        "rand",
+        "rand_like",
+        "randn",
+        "randn_like",
+        "randint",
+        "randint_like",
+        "randperm",
+        "arange",
+        "linspace",
+        "normal",
+        "scalar_tensor",
+        "new_empty",
+        "new_zeros",
+        "new_ones",
+        "new_full",
+        "tensor",
+    }
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,7 +107,7 @@ def _on_host(value: Any) -> bool:
 class _Operations(TorchDispatchMode):
     """Sees every operation below autograd: the reads and copies among them are recorded."""
 
-    def __init__(self, gpu: "TransferRecorder"):
+    def __init__(self, gpu: TransferRecorder):
         super().__init__()
         self.gpu = gpu
 
@@ -112,7 +138,7 @@ class _Operations(TorchDispatchMode):
 class _Formatting(TorchFunctionMode):
     """Printing a GPU tensor, and ``torch.tensor`` of GPU tensors: one read each, however many ops."""
 
-    def __init__(self, gpu: "TransferRecorder"):
+    def __init__(self, gpu: TransferRecorder):
         super().__init__()
         self.gpu = gpu
 
@@ -161,8 +187,14 @@ class TransferRecorder:
         self.reads.append(Read(how, tuple(tensor.shape)))
 
     def _copy(self, source: torch.Tensor, non_blocking: bool) -> None:
-        self.copies.append(Copy(tuple(source.shape), source.numel() * source.element_size(),
-                                bool(source.is_pinned()), bool(non_blocking)))
+        self.copies.append(
+            Copy(
+                tuple(source.shape),
+                source.numel() * source.element_size(),
+                bool(source.is_pinned()),
+                bool(non_blocking),
+            )
+        )
 
     def _quietly(self, func, args, kwargs):
         self._formatting += 1
@@ -175,23 +207,25 @@ class TransferRecorder:
         def counted(*args, **kwargs):
             self.syncs += 1
             return synchronize(*args, **kwargs)
+
         return counted
 
     # -- entering and leaving
 
-    def __enter__(self) -> "TransferRecorder":
+    def __enter__(self) -> TransferRecorder:
         from ..simulated import install
+
         stack = contextlib.ExitStack()
         if not torch.cuda.is_available():
             install.start(self.machine)
             stack.callback(install.stop)
         # Counted wherever code finds them: `from torch.cuda import synchronize` taken before counts too.
-        stack.enter_context(everywhere(torch.cuda, "synchronize", self._counting(torch.cuda.synchronize),
-                                       main=True))
+        stack.enter_context(everywhere(torch.cuda, "synchronize", self._counting(torch.cuda.synchronize), main=True))
         accelerator = getattr(torch, "accelerator", None)
         if accelerator is not None and hasattr(accelerator, "synchronize"):
-            stack.enter_context(everywhere(accelerator, "synchronize", self._counting(accelerator.synchronize),
-                                           main=True))
+            stack.enter_context(
+                everywhere(accelerator, "synchronize", self._counting(accelerator.synchronize), main=True)
+            )
         stack.enter_context(_Operations(self))
         stack.enter_context(_Formatting(self))
         self._stack = stack

@@ -36,7 +36,20 @@ from .reports import CheckResult, Report
 from .runner import grade, grade_many
 
 __all__ = [
-    "CheckResult", "Report", "SubmissionError", "TimedCall", "assign", "grade", "grade_many",
-    "kill_processes_mentioning", "lesson_in_name", "load_submission", "make_exercise", "patched", "recorded_time_fn",
-    "solution_path", "solutions_folder", "submissions_in",
+    "CheckResult",
+    "Report",
+    "SubmissionError",
+    "TimedCall",
+    "assign",
+    "grade",
+    "grade_many",
+    "kill_processes_mentioning",
+    "lesson_in_name",
+    "load_submission",
+    "make_exercise",
+    "patched",
+    "recorded_time_fn",
+    "solution_path",
+    "solutions_folder",
+    "submissions_in",
 ]

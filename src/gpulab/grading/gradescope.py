@@ -40,12 +40,20 @@ from . import notebooks, reports, runner, sandbox
 __all__ = ["VISIBILITIES", "build", "checks_notebook", "results", "run"]
 
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
-ROOT_VARIABLE = "GPULAB_AUTOGRADER_ROOT"     # /autograder, unless a test puts it elsewhere
+ROOT_VARIABLE = "GPULAB_AUTOGRADER_ROOT"  # /autograder, unless a test puts it elsewhere
 
-AUTOGRADER = Path(__file__).with_name("autograder")    # setup.sh, run_autograder, pin_installed.py
+AUTOGRADER = Path(__file__).with_name("autograder")  # setup.sh, run_autograder, pin_installed.py
 
-REQUIREMENTS = ["torch>=2.6", "numpy>=1.23", "matplotlib>=3.7", "tqdm>=4.60", "ipywidgets>=7.7,<9",
-                "ipykernel>=6", "jupyter_client>=7", "pyzmq>=24"]
+REQUIREMENTS = [
+    "torch>=2.6",
+    "numpy>=1.23",
+    "matplotlib>=3.7",
+    "tqdm>=4.60",
+    "ipywidgets>=7.7,<9",
+    "ipykernel>=6",
+    "jupyter_client>=7",
+    "pyzmq>=24",
+]
 
 
 def checks_notebook(solution: dict) -> dict:
@@ -61,28 +69,37 @@ def checks_notebook(solution: dict) -> dict:
     return notebook
 
 
-def build(lesson: str, target: Path, *, solutions: Path | str | None = None, timeout: float = 30.0,
-          hidden_visibility: str = "after_published") -> Path:
+def build(
+    lesson: str,
+    target: Path,
+    *,
+    solutions: Path | str | None = None,
+    timeout: float = 30.0,
+    hidden_visibility: str = "after_published",
+) -> Path:
     """Write the Gradescope autograder zip for ``lesson`` to ``target``; raise SubmissionError if the lesson
     has no solution notebook."""
     if hidden_visibility not in VISIBILITIES:
         raise ValueError(f"visibility {hidden_visibility!r}: one of {', '.join(VISIBILITIES)}")
     solution_file = notebooks.solution_path(lesson, solutions)
     solution = notebooks.load_submission(solution_file)
-    notebooks.exercises(solution)                         # its roles are sound, or ValueError says why
+    notebooks.exercises(solution)  # its roles are sound, or ValueError says why
     checks = checks_notebook(solution)
-    package = Path(__file__).resolve().parents[1]          # gpulab, all of it
+    package = Path(__file__).resolve().parents[1]  # gpulab, all of it
     config = {"lesson": lesson, "timeout": timeout, "hidden_visibility": hidden_visibility}
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
-        scripts = [(name, (AUTOGRADER / name).read_text(), mode)
-                   for name, mode in (("setup.sh", 0o755), ("run_autograder", 0o755), ("pin_installed.py", 0o644))]
-        for name, text, mode in (*scripts,
-                                 ("requirements.txt", "\n".join(REQUIREMENTS) + "\n", 0o644),
-                                 ("autograder.json", json.dumps(config, indent=2) + "\n", 0o644),
-                                 (f"checks/{lesson}.ipynb",
-                                  json.dumps(checks, indent=1, ensure_ascii=False) + "\n", 0o644)):
+        scripts = [
+            (name, (AUTOGRADER / name).read_text(), mode)
+            for name, mode in (("setup.sh", 0o755), ("run_autograder", 0o755), ("pin_installed.py", 0o644))
+        ]
+        for name, text, mode in (
+            *scripts,
+            ("requirements.txt", "\n".join(REQUIREMENTS) + "\n", 0o644),
+            ("autograder.json", json.dumps(config, indent=2) + "\n", 0o644),
+            (f"checks/{lesson}.ipynb", json.dumps(checks, indent=1, ensure_ascii=False) + "\n", 0o644),
+        ):
             info = zipfile.ZipInfo(name, date_time=time.localtime()[:6])
             info.external_attr = (stat.S_IFREG | mode) << 16
             info.compress_type = zipfile.ZIP_DEFLATED
@@ -108,33 +125,53 @@ def _submitted(folder: Path, lesson: str) -> Path:
             said = None
         if said == lesson or notebooks.lesson_in_name(path.name, sorted(course.LESSONS)) == lesson:
             return path
-    raise notebooks.SubmissionError(f"{len(found)} notebooks were submitted and none is lesson {lesson}'s: "
-                                  f"{', '.join(p.name for p in found)}")
+    raise notebooks.SubmissionError(
+        f"{len(found)} notebooks were submitted and none is lesson {lesson}'s: {', '.join(p.name for p in found)}"
+    )
 
 
 def _hidden_checks(checks: dict) -> set[str]:
-    return {notebooks.check_role(cell)["check"] for cell in checks["cells"]
-            if notebooks.check_role(cell) and notebooks.BEGIN_HIDDEN in course.cell_source(cell)}
+    return {
+        notebooks.check_role(cell)["check"]
+        for cell in checks["cells"]
+        if notebooks.check_role(cell) and notebooks.BEGIN_HIDDEN in course.cell_source(cell)
+    }
 
 
 def results(report, checks: dict, *, hidden_visibility: str = "after_published", elapsed_s: float = 0.0) -> dict:
     """Gradescope's results.json for a :class:`~gpulab.grading.reports.Report`, or for the
     :class:`~gpulab.grading.notebooks.SubmissionError` that says why nothing could be graded."""
     if isinstance(report, notebooks.SubmissionError):
-        return {"score": 0, "execution_time": round(elapsed_s), "visibility": "visible",
-                "output": f"This notebook could not be graded: {report}", "tests": []}
+        return {
+            "score": 0,
+            "execution_time": round(elapsed_s),
+            "visibility": "visible",
+            "output": f"This notebook could not be graded: {report}",
+            "tests": [],
+        }
     hidden = _hidden_checks(checks)
     tests = []
     for number, check in enumerate(report.checks, start=1):
         passed = check.points == check.max_points
-        tests.append({"name": f"{check.exercise} · {check.check}", "number": str(number),
-                      "score": check.points, "max_score": check.max_points,
-                      "status": "passed" if passed else "failed",
-                      "output": "✓ passed" if passed else f"{check.outcome}: {check.message}".rstrip(": "),
-                      "visibility": hidden_visibility if check.check in hidden else "visible"})
+        tests.append(
+            {
+                "name": f"{check.exercise} · {check.check}",
+                "number": str(number),
+                "score": check.points,
+                "max_score": check.max_points,
+                "status": "passed" if passed else "failed",
+                "output": "✓ passed" if passed else f"{check.outcome}: {check.message}".rstrip(": "),
+                "visibility": hidden_visibility if check.check in hidden else "visible",
+            }
+        )
     lines = [f"{report.lesson}: {report.total:g} / {report.max_total:g} points"] + list(report.notes)
-    return {"score": report.total, "execution_time": round(elapsed_s), "visibility": "visible",
-            "output": "\n".join(lines), "tests": tests}
+    return {
+        "score": report.total,
+        "execution_time": round(elapsed_s),
+        "visibility": "visible",
+        "output": "\n".join(lines),
+        "tests": tests,
+    }
 
 
 def run(root: Path) -> dict:
@@ -147,15 +184,20 @@ def run(root: Path) -> dict:
     why_not = sandbox.unavailable()
     try:
         path = _submitted(root / "submission", lesson)
-        [report] = runner.grade_many([path], timeout=config["timeout"], lesson=lesson, solutions=checks_folder,
-                                      sandboxed=not why_not)
+        [report] = runner.grade_many(
+            [path], timeout=config["timeout"], lesson=lesson, solutions=checks_folder, sandboxed=not why_not
+        )
     except notebooks.SubmissionError as error:
         report = error
     if isinstance(report, reports.Report) and why_not:
         report.notes[:] = [note for note in report.notes if "--no-sandbox" not in note]
         report.notes.append(f"graded without a sandbox ({why_not})")
-    found = results(report, checks, hidden_visibility=config.get("hidden_visibility", "after_published"),
-                    elapsed_s=time.monotonic() - start)
+    found = results(
+        report,
+        checks,
+        hidden_visibility=config.get("hidden_visibility", "after_published"),
+        elapsed_s=time.monotonic() - start,
+    )
     out = root / "results"
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(found, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -20,8 +20,13 @@ def main(argv: list[str]) -> None:
     else:
         mine = sum(1 for p in os.listdir("/proc") if p.isdigit() and os.stat("/proc/" + p).st_uid == os.getuid())
         processes += mine
-    for limit, value in ((resource.RLIMIT_DATA, memory), (resource.RLIMIT_NPROC, processes),
-                         (resource.RLIMIT_CPU, cpu), (resource.RLIMIT_FSIZE, largest), (resource.RLIMIT_CORE, 0)):
+    for limit, value in (
+        (resource.RLIMIT_DATA, memory),
+        (resource.RLIMIT_NPROC, processes),
+        (resource.RLIMIT_CPU, cpu),
+        (resource.RLIMIT_FSIZE, largest),
+        (resource.RLIMIT_CORE, 0),
+    ):
         resource.setrlimit(limit, (value, value))
     os.execv(argv[5], argv[5:])
 

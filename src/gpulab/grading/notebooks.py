@@ -25,9 +25,27 @@ from pathlib import Path
 from .. import course
 
 __all__ = [
-    "BEGIN_HIDDEN", "BEGIN_SOLUTION", "END_HIDDEN", "END_SOLUTION", "LESSON_NAME", "STUB", "SubmissionError",
-    "answer_id", "assign", "cell_role", "check_role", "exercises", "lesson_in_name", "lesson_of", "load_submission",
-    "make_exercise", "solution_path", "solutions_folder", "strip_hidden_tests", "strip_solutions", "submissions_in",
+    "BEGIN_HIDDEN",
+    "BEGIN_SOLUTION",
+    "END_HIDDEN",
+    "END_SOLUTION",
+    "LESSON_NAME",
+    "STUB",
+    "SubmissionError",
+    "answer_id",
+    "assign",
+    "cell_role",
+    "check_role",
+    "exercises",
+    "lesson_in_name",
+    "lesson_of",
+    "load_submission",
+    "make_exercise",
+    "solution_path",
+    "solutions_folder",
+    "strip_hidden_tests",
+    "strip_solutions",
+    "submissions_in",
 ]
 
 BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -111,7 +129,7 @@ def make_exercise(solution: dict, relative_path: str) -> dict:
     """The student's notebook for ``relative_path`` (``exercises/NN_name.ipynb``) from a solution notebook."""
     notebook = copy.deepcopy(solution)
     notebook["metadata"].pop("widgets", None)
-    notebook["cells"] = [cell for cell in notebook["cells"] if "canary" not in cell_role(cell)]   # the grader's alone
+    notebook["cells"] = [cell for cell in notebook["cells"] if "canary" not in cell_role(cell)]  # the grader's alone
     for cell in notebook["cells"]:
         if cell["cell_type"] == "code":
             cell["outputs"], cell["execution_count"] = [], None
@@ -153,8 +171,7 @@ def _problem(notebook) -> str:
     if not isinstance(notebook, dict) or "nbformat" not in notebook:
         return "not a Jupyter notebook (no nbformat field)"
     if notebook.get("nbformat") != 4:
-        return (f"notebook format {notebook.get('nbformat')} is not supported; "
-                "open it in Jupyter and save it (format 4)")
+        return f"notebook format {notebook.get('nbformat')} is not supported; open it in Jupyter and save it (format 4)"
     if not isinstance(notebook.get("metadata", {}), dict):
         return f"its metadata is {_kind(notebook['metadata'])}, not a mapping"
     role = notebook.get("metadata", {}).get("gpulab", {})
@@ -222,8 +239,10 @@ def solutions_folder(explicit: Path | str | None = None) -> Path:
     checkout = Path(__file__).resolve().parents[3]
     if (checkout / "pyproject.toml").is_file() and (checkout / "solutions").is_dir():
         return checkout / "solutions"
-    raise SubmissionError("no solutions to grade with: gpulab does not ship them; pass --solutions DIR "
-                          "(your copy of the course's solutions/ folder)")
+    raise SubmissionError(
+        "no solutions to grade with: gpulab does not ship them; pass --solutions DIR "
+        "(your copy of the course's solutions/ folder)"
+    )
 
 
 def solution_path(lesson: str, solutions: Path | str | None = None) -> Path:
@@ -265,8 +284,9 @@ def lesson_of(submission: dict, path: Path, chosen: str | None, folder: Path) ->
         return chosen
     if said is not None:
         if named is not None and named != said:
-            raise SubmissionError(f"{path}: its metadata says lesson {said}, its file name {named}; "
-                                  "pass --lesson to say which")
+            raise SubmissionError(
+                f"{path}: its metadata says lesson {said}, its file name {named}; pass --lesson to say which"
+            )
         return said
     if named is not None:
         return named

@@ -17,7 +17,7 @@ from .notebooks import SubmissionError, check_role
 
 __all__ = ["MESSAGE_LIMIT", "CheckResult", "Report", "report_name", "report_of", "write_gradebook", "write_report"]
 
-MESSAGE_LIMIT = 300                  # characters of a check's message in a report
+MESSAGE_LIMIT = 300  # characters of a check's message in a report
 
 
 @dataclasses.dataclass
@@ -63,8 +63,12 @@ class Report:
             "total": self.total,
             "max": self.max_total,
             "exercises": [
-                {"id": exercise, "points": points, "max": maximum,
-                 "checks": [dataclasses.asdict(c) for c in self.checks if c.exercise == exercise]}
+                {
+                    "id": exercise,
+                    "points": points,
+                    "max": maximum,
+                    "checks": [dataclasses.asdict(c) for c in self.checks if c.exercise == exercise],
+                }
                 for exercise, (points, maximum) in self.by_exercise().items()
             ],
             "notes": self.notes,
@@ -73,8 +77,15 @@ class Report:
     def table(self) -> str:
         rows = [("exercise", "check", "points", "max", "why not")]
         for c in self.checks:
-            rows.append((c.exercise, c.check, f"{c.points:g}", f"{c.max_points:g}",
-                         "" if c.outcome == "passed" else f"{c.outcome}: {c.message}".rstrip(": ")))
+            rows.append(
+                (
+                    c.exercise,
+                    c.check,
+                    f"{c.points:g}",
+                    f"{c.max_points:g}",
+                    "" if c.outcome == "passed" else f"{c.outcome}: {c.message}".rstrip(": "),
+                )
+            )
         widths = [max(len(r[i]) for r in rows) for i in range(4)]
         lines = ["  ".join(value.ljust(width) for value, width in zip(r[:4], widths)) + "  " + r[4] for r in rows]
         lines.insert(1, "-" * len(lines[0]))
@@ -95,8 +106,11 @@ def report_of(path: Path, lesson: str, parts: dict, solution: dict, outcomes: di
             notes.append(f"exercise {exercise!r} scores 0: {tampered['message']}")
         for index in part["checks"]:
             role = check_role(solution["cells"][index])
-            result = outcome.get(role["check"]) or outcome.get("kernel") or {"outcome": "not run",
-                                                                             "message": "never reached"}
+            result = (
+                outcome.get(role["check"])
+                or outcome.get("kernel")
+                or {"outcome": "not run", "message": "never reached"}
+            )
             passed = result["outcome"] == "passed" and not tampered
             message = "" if passed else result.get("message", "")
             if tampered and result["outcome"] == "passed":
@@ -105,8 +119,11 @@ def report_of(path: Path, lesson: str, parts: dict, solution: dict, outcomes: di
             if not passed and not tampered and answer and answer["outcome"] != "passed":
                 # The check failed because the answer cell itself did: say so first.
                 message = f"your answer cell failed ({answer['message']}); then {message}"[:MESSAGE_LIMIT]
-            checks.append(CheckResult(exercise, role["check"], role["points"] if passed else 0, role["points"],
-                                      result["outcome"], message))
+            checks.append(
+                CheckResult(
+                    exercise, role["check"], role["points"] if passed else 0, role["points"], result["outcome"], message
+                )
+            )
     return Report(str(path), lesson, checks, notes)
 
 
@@ -137,8 +154,12 @@ def write_gradebook(path: Path | str, graded: list[tuple[str, Path, Report | Sub
         if isinstance(result, SubmissionError):
             row.update(status=str(result))
         else:
-            row.update(lesson=result.lesson, total=f"{result.total:g}", max=f"{result.max_total:g}",
-                       status="; ".join(result.notes) or "graded")
+            row.update(
+                lesson=result.lesson,
+                total=f"{result.total:g}",
+                max=f"{result.max_total:g}",
+                status="; ".join(result.notes) or "graded",
+            )
             row.update({exercise: f"{points:g}" for exercise, (points, _) in result.by_exercise().items()})
         rows.append(row)
     with open(path, "w", newline="", encoding="utf-8") as handle:

@@ -65,9 +65,9 @@ def _canary(kind: int, rng) -> tuple[str, str]:
         while a == b:
             a, b = (f"_{rng.choice(_WORDS)}{rng.randint(0, 999)}" for _ in "ab")
         x = rng.randint(2, 10**5)
-        y = x + rng.randint(x // 5 + 1, x + 999)        # far apart for every tolerance: rtol 1e-5 and beyond
+        y = x + rng.randint(x // 5 + 1, x + 999)  # far apart for every tolerance: rtol 1e-5 and beyond
         source = _CANARIES[kind % len(_CANARIES)].format(a=a, b=b, x=x, y=y)
-        try:                                # the message it fails with, here, in a Python nobody tampered with
+        try:  # the message it fails with, here, in a Python nobody tampered with
             exec(compile(source, "<canary>", "exec"), {"__builtins__": __builtins__})
         except AssertionError as failure:
             return source, str(failure)
@@ -75,8 +75,8 @@ def _canary(kind: int, rng) -> tuple[str, str]:
 
 @dataclasses.dataclass
 class _Cell:
-    kind: str          # setup, answer, check, canary
-    key: str           # check id, answer:ID, canary:ID
+    kind: str  # setup, answer, check, canary
+    key: str  # check id, answer:ID, canary:ID
     source: str
     nonce: str = ""
 
@@ -101,14 +101,24 @@ def _plan(solution: dict, exercise: str, answer_source: str, rng) -> list[_Cell]
             cells.append(_Cell("setup", "", course.cell_source(cell)))
     kinds = list(range(len(_CANARIES)))
     rng.shuffle(kinds)
-    for kind in kinds:                       # anywhere after the first check: each gap is as likely
+    for kind in kinds:  # anywhere after the first check: each gap is as likely
         source, nonce = _canary(kind, rng)
         checks.insert(rng.randint(1, len(checks)), _Cell("canary", "canary", source, nonce))
     return cells + checks
 
 
-def _grade_exercise(solution: dict, exercise: str, answer_source: str, timeout: float, folder: Path,
-                    threads: int, slot: int, sandboxed: bool, limits, zygote=None) -> dict:
+def _grade_exercise(
+    solution: dict,
+    exercise: str,
+    answer_source: str,
+    timeout: float,
+    folder: Path,
+    threads: int,
+    slot: int,
+    sandboxed: bool,
+    limits,
+    zygote=None,
+) -> dict:
     """{key: {"outcome", "message"}} for the answer and every check, and "tampered" if a canary passed."""
     import random
 
@@ -124,15 +134,17 @@ def _grade_exercise(solution: dict, exercise: str, answer_source: str, timeout: 
     return results
 
 
-def _grade_once(plan: list, timeout: float, folder: Path, threads: int, slot: int, sandboxed: bool, limits,
-                zygote) -> dict:
+def _grade_once(
+    plan: list, timeout: float, folder: Path, threads: int, slot: int, sandboxed: bool, limits, zygote
+) -> dict:
     results: dict[str, dict] = {}
     try:
         if zygote is not None:
             kernel = zygote().kernel(start_timeout=max(60.0, timeout))
         else:
-            kernel = sandbox.Kernel(folder, sandboxed=sandboxed, limits=limits, threads=threads, slot=slot,
-                                    start_timeout=max(60.0, timeout))
+            kernel = sandbox.Kernel(
+                folder, sandboxed=sandboxed, limits=limits, threads=threads, slot=slot, start_timeout=max(60.0, timeout)
+            )
     except sandbox.KernelDied as died:
         return {"kernel": {"outcome": "error", "message": str(died)}}
     with kernel:
@@ -141,17 +153,25 @@ def _grade_once(plan: list, timeout: float, folder: Path, threads: int, slot: in
                 break
             reply = kernel.execute(cell.source, timeout)
             if cell.kind == "canary":
-                if (why := _canary_broken(reply, cell.nonce, kernel.alive)):
-                    results["tampered"] = {"outcome": "tampered", "message": (
-                        f"a check that must fail {why}: something in the answer changed how checks run")}
+                if why := _canary_broken(reply, cell.nonce, kernel.alive):
+                    results["tampered"] = {
+                        "outcome": "tampered",
+                        "message": (f"a check that must fail {why}: something in the answer changed how checks run"),
+                    }
                     break
                 continue
             if cell.kind == "setup":
                 if reply.status != "ok":
                     why = _verdict(reply, timeout).get("message", reply.status)
-                    return {"kernel": {"outcome": "error", "message": (
-                        f"the exercise's setup did not run before your answer ({why}); not your answer's doing: "
-                        "grade it again")[:MESSAGE_LIMIT]}}
+                    return {
+                        "kernel": {
+                            "outcome": "error",
+                            "message": (
+                                f"the exercise's setup did not run before your answer ({why}); not your answer's doing: "
+                                "grade it again"
+                            )[:MESSAGE_LIMIT],
+                        }
+                    }
                 continue
             results[cell.key] = _verdict(reply, timeout)
     return results
@@ -207,7 +227,7 @@ def _prepare(path: Path, lesson: str | None, only: list[str] | None, folder: Pat
     except SubmissionError as exc:
         item.error = str(exc)
         return item
-    except ValueError as exc:                  # the instructor's notebook breaks a rule of roles
+    except ValueError as exc:  # the instructor's notebook breaks a rule of roles
         item.error = f"the solution notebook for {item.lesson}: {exc}"
         return item
     if only:
@@ -227,9 +247,19 @@ def _prepare(path: Path, lesson: str | None, only: list[str] | None, folder: Pat
     return item
 
 
-def grade_many(paths: list[Path], *, timeout: float = 30.0, lesson: str | None = None, jobs: int | None = None,
-               only: list[str] | dict | None = None, solutions: Path | str | None = None, sandboxed: bool = True,
-               limits=None, progress: bool = False, fork: bool | None = None) -> list[Report | SubmissionError]:
+def grade_many(
+    paths: list[Path],
+    *,
+    timeout: float = 30.0,
+    lesson: str | None = None,
+    jobs: int | None = None,
+    only: list[str] | dict | None = None,
+    solutions: Path | str | None = None,
+    sandboxed: bool = True,
+    limits=None,
+    progress: bool = False,
+    fork: bool | None = None,
+) -> list[Report | SubmissionError]:
     """Grade submissions, each exercise in a kernel of its own, ``jobs`` kernels at a time.
 
     ``only`` names the exercises to grade (default: all): a list for every submission, or a dict
@@ -245,12 +275,15 @@ def grade_many(paths: list[Path], *, timeout: float = 30.0, lesson: str | None =
     """
     folder = solutions_folder(solutions)
     if sandboxed and sandbox.unavailable():
-        raise SubmissionError(f"{sandbox.unavailable()}; pass --no-sandbox to grade without one "
-                              "(only to check your own work: nothing then stops a submission reaching the grader)")
+        raise SubmissionError(
+            f"{sandbox.unavailable()}; pass --no-sandbox to grade without one "
+            "(only to check your own work: nothing then stops a submission reaching the grader)"
+        )
     limits = limits or sandbox.Limits(cpu_s=int(max(60, timeout * 20)))
     cache: dict = {}
-    items = [_prepare(path, lesson, only.get(path) if isinstance(only, dict) else only, folder, cache)
-             for path in paths]
+    items = [
+        _prepare(path, lesson, only.get(path) if isinstance(only, dict) else only, folder, cache) for path in paths
+    ]
     tasks = [(item, exercise) for item in items if not item.error for exercise in item.parts]
     cores = os.cpu_count() or 1
     jobs = max(1, min(jobs or cores, len(tasks) or 1))
@@ -262,8 +295,12 @@ def grade_many(paths: list[Path], *, timeout: float = 30.0, lesson: str | None =
     # What the kernels would import first: torch, where a solution does (each exercise's setup does), and
     # torch._dynamo, which torch imports at the first call that goes through a torch function or dispatch
     # mode (seconds: gpulab's simulated GPUs are such modes).
-    uses_torch = any(re.search(r"^\s*(import|from)\s+torch\b", course.cell_source(cell), re.M)
-                     for notebook, _ in cache.values() for cell in notebook["cells"] if cell.get("cell_type") == "code")
+    uses_torch = any(
+        re.search(r"^\s*(import|from)\s+torch\b", course.cell_source(cell), re.M)
+        for notebook, _ in cache.values()
+        for cell in notebook["cells"]
+        if cell.get("cell_type") == "code"
+    )
     preload = ("torch", "torch._dynamo") if uses_torch else ()
 
     def zygote_of(slot: int):
@@ -273,11 +310,19 @@ def grade_many(paths: list[Path], *, timeout: float = 30.0, lesson: str | None =
                 zygote.close()
                 zygote = None
             if zygote is None:
-                zygote = zygotes[slot] = sandbox.Zygote(Path(workdir) / f"slot-{slot}", sandboxed=sandboxed,
-                                                        limits=limits, threads=threads, slot=slot,
-                                                        preload=preload, start_timeout=max(120.0, timeout))
+                zygote = zygotes[slot] = sandbox.Zygote(
+                    Path(workdir) / f"slot-{slot}",
+                    sandboxed=sandboxed,
+                    limits=limits,
+                    threads=threads,
+                    slot=slot,
+                    preload=preload,
+                    start_timeout=max(120.0, timeout),
+                )
             return zygote
+
         return made if fork else None
+
     bar = None
     if progress and tasks:
         from tqdm.auto import tqdm
@@ -289,9 +334,18 @@ def grade_many(paths: list[Path], *, timeout: float = 30.0, lesson: str | None =
         with lock:
             slot = slots.pop()
         try:
-            return _grade_exercise(item.solution, exercise, item.answers[exercise], timeout, Path(workdir) /
-                                   f"{uuid.uuid4().hex[:12]}-{exercise}", threads, slot, sandboxed, limits,
-                                   zygote_of(slot))
+            return _grade_exercise(
+                item.solution,
+                exercise,
+                item.answers[exercise],
+                timeout,
+                Path(workdir) / f"{uuid.uuid4().hex[:12]}-{exercise}",
+                threads,
+                slot,
+                sandboxed,
+                limits,
+                zygote_of(slot),
+            )
         finally:
             with lock:
                 slots.append(slot)
@@ -299,7 +353,7 @@ def grade_many(paths: list[Path], *, timeout: float = 30.0, lesson: str | None =
                 bar.update()
 
     with tempfile.TemporaryDirectory(prefix="gpulab-grade-") as workdir:
-        os.chmod(workdir, 0o711)               # each kernel's user reaches its own folder, and only that
+        os.chmod(workdir, 0o711)  # each kernel's user reaches its own folder, and only that
         try:
             with ThreadPoolExecutor(max_workers=jobs) as pool:
                 for (item, exercise), outcome in zip(tasks, pool.map(run, tasks)):
@@ -310,21 +364,40 @@ def grade_many(paths: list[Path], *, timeout: float = 30.0, lesson: str | None =
     if bar is not None:
         bar.close()
     notes = [] if sandboxed else ["graded without a sandbox (--no-sandbox)"]
-    return [SubmissionError(item.error) if item.error else
-            report_of(item.path, item.lesson, item.parts, item.solution, item.outcomes, item.notes + notes)
-            for item in items]
+    return [
+        SubmissionError(item.error)
+        if item.error
+        else report_of(item.path, item.lesson, item.parts, item.solution, item.outcomes, item.notes + notes)
+        for item in items
+    ]
 
 
-def grade(submission_path: Path, *, timeout: float = 30.0, lesson: str | None = None, workers: int = 2,
-          only: list[str] | None = None, solutions: Path | str | None = None, sandboxed: bool = True,
-          fork: bool | None = None) -> Report:
+def grade(
+    submission_path: Path,
+    *,
+    timeout: float = 30.0,
+    lesson: str | None = None,
+    workers: int = 2,
+    only: list[str] | None = None,
+    solutions: Path | str | None = None,
+    sandboxed: bool = True,
+    fork: bool | None = None,
+) -> Report:
     """Grade one submitted exercise notebook; raise :class:`SubmissionError` if it cannot be graded.
 
     ``only`` names the exercises to grade (default: all), e.g. to regrade one of them.
     """
     cores = os.cpu_count() or 1
-    [result] = grade_many([Path(submission_path)], timeout=timeout, lesson=lesson, only=only, solutions=solutions,
-                          sandboxed=sandboxed, jobs=max(1, min(workers, cores)), fork=fork)
+    [result] = grade_many(
+        [Path(submission_path)],
+        timeout=timeout,
+        lesson=lesson,
+        only=only,
+        solutions=solutions,
+        sandboxed=sandboxed,
+        jobs=max(1, min(workers, cores)),
+        fork=fork,
+    )
     if isinstance(result, SubmissionError):
         raise result
     return result

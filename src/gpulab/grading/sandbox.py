@@ -42,9 +42,9 @@ from .. import _processes
 
 __all__ = ["ExecuteResult", "Kernel", "KernelDied", "Limits", "Zygote", "can_fork", "unavailable"]
 
-INSIDE = "/tmp"                      # where the scratch folder appears inside the sandbox
-UID_BASE = 61000                     # run as root, kernel k runs as user UID_BASE + k % 1000
-MAX_MESSAGE = 16 * 2**20             # bytes of one message from the kernel
+INSIDE = "/tmp"  # where the scratch folder appears inside the sandbox
+UID_BASE = 61000  # run as root, kernel k runs as user UID_BASE + k % 1000
+MAX_MESSAGE = 16 * 2**20  # bytes of one message from the kernel
 # A Unix socket's path holds at most 104 (macOS) to 108 (Linux) bytes. A folder whose sockets
 # would be longer than this is reached through a short link in /tmp.
 SOCKET_PATH_LIMIT = 100
@@ -57,9 +57,9 @@ class Limits:
     # Each process's data (heap and private writable mappings: what tensors on the host take). Not
     # its address space: CUDA reserves far more of that than it ever uses.
     memory_bytes: int = 6 * 2**30
-    processes: int = 256             # processes and threads of the kernel's user
+    processes: int = 256  # processes and threads of the kernel's user
     cpu_s: int = 900
-    file_bytes: int = 2 * 2**30      # the largest file it may write
+    file_bytes: int = 2 * 2**30  # the largest file it may write
 
 
 class KernelDied(RuntimeError):
@@ -68,7 +68,7 @@ class KernelDied(RuntimeError):
 
 @dataclasses.dataclass
 class ExecuteResult:
-    status: str                      # ok, error, timeout, died
+    status: str  # ok, error, timeout, died
     ename: str = ""
     evalue: str = ""
 
@@ -90,7 +90,7 @@ def unavailable() -> str:
         return "no sandbox: bubblewrap is not installed (Debian and Ubuntu: apt-get install bubblewrap)"
     probe = subprocess.run(_bwrap_args(Path("/"), UID_BASE) + ["/bin/true"], capture_output=True, text=True)
     if probe.returncode != 0:
-        reason = (probe.stderr.strip().splitlines() or ["it exited with status %d" % probe.returncode])[-1]
+        reason = (probe.stderr.strip().splitlines() or [f"it exited with status {probe.returncode}"])[-1]
         return f"no sandbox: bubblewrap cannot start here ({reason})"
     return ""
 
@@ -98,10 +98,17 @@ def unavailable() -> str:
 @lru_cache(maxsize=1)
 def _python_paths() -> tuple[str, ...]:
     """The folders a kernel's Python reads: its prefixes and every folder on a clean sys.path."""
-    printed = subprocess.run([sys.executable, str(KERNEL_SYS_PATH)], capture_output=True, text=True, env=_clean_env(),
-                             cwd="/", check=True).stdout
-    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-             str(Path(sys.executable).parent), str(Path(os.path.realpath(sys.executable)).parent.parent)}
+    printed = subprocess.run(
+        [sys.executable, str(KERNEL_SYS_PATH)], capture_output=True, text=True, env=_clean_env(), cwd="/", check=True
+    ).stdout
+    paths = {
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        sys.base_exec_prefix,
+        str(Path(sys.executable).parent),
+        str(Path(os.path.realpath(sys.executable)).parent.parent),
+    }
     for entry in json.loads(printed):
         path = Path(entry)
         paths.add(str(path if path.is_dir() else path.parent))
@@ -114,8 +121,18 @@ SYSTEM = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"
 
 
 def _bwrap_args(scratch: Path, uid: int) -> list[str]:
-    args = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--unshare-ipc",
-            "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
+    args = [
+        "bwrap",
+        "--die-with-parent",
+        "--new-session",
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--hostname",
+        "sandbox",
+    ]
     if os.geteuid() == 0:
         # Root may map mounts without a user namespace; the entry process needs these two to drop root.
         args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
@@ -135,7 +152,7 @@ def _bwrap_args(scratch: Path, uid: int) -> list[str]:
     for path in _python_paths() if scratch != Path("/") else ():
         if any(path == m or path.startswith(m.rstrip("/") + "/") for m in mounts):
             continue
-        for parent in reversed(Path(path).parents):        # readable by the kernel's user on the way down
+        for parent in reversed(Path(path).parents):  # readable by the kernel's user on the way down
             if str(parent) not in made:
                 args += ["--perms", "0755", "--dir", str(parent)]
                 made.add(str(parent))
@@ -148,7 +165,7 @@ def _bwrap_args(scratch: Path, uid: int) -> list[str]:
                 made.add(str(parent))
         args += ["--ro-bind", str(cache), str(cache)]
     args += ["--ro-bind-try", "/sys", "/sys", "--proc", "/proc", "--dev", "/dev"]
-    for device in sorted(Path("/dev").glob("nvidia*")):    # the GPUs, where there are
+    for device in sorted(Path("/dev").glob("nvidia*")):  # the GPUs, where there are
         args += ["--dev-bind", str(device), str(device)]
     if scratch != Path("/"):
         # The sandbox's own name resolves to its loopback, the only network it has: gloo and torchrun
@@ -160,9 +177,18 @@ def _bwrap_args(scratch: Path, uid: int) -> list[str]:
 
 
 def _clean_env(threads: int = 1, home: str = INSIDE) -> dict[str, str]:
-    env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", "HOME": home, "USER": "student",
-           "LANG": "C.UTF-8", "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), "MPLBACKEND": "Agg",
-           "PYTHONDONTWRITEBYTECODE": "1", "JUPYTER_PLATFORM_DIRS": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": home,
+        "USER": "student",
+        "LANG": "C.UTF-8",
+        "OMP_NUM_THREADS": str(threads),
+        "MKL_NUM_THREADS": str(threads),
+        "MPLBACKEND": "Agg",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "JUPYTER_PLATFORM_DIRS": "1",
+        "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+    }
     # PYTHONPATH is part of how this Python finds its packages (tools/gpu-runner/run.sh installs the
     # suite's that way): a kernel without it could not import ipykernel or gpulab.
     for name in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "PYTHONPATH", "TZ", "GPULAB_SIMULATE"):
@@ -217,8 +243,15 @@ class _Started:
     """A kernel that is a child process of the grader (bubblewrap's, when sandboxed)."""
 
     def __init__(self, command: list[str], cwd: Path, env: dict):
-        self.popen = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL, start_new_session=True)
+        self.popen = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
 
     def poll(self) -> int | None:
         return self.popen.poll()
@@ -235,26 +268,44 @@ class Zygote:
     the sandbox's /tmp and /dev/shm. ``slot`` picks the user, as for :class:`Kernel`.
     """
 
-    def __init__(self, scratch: Path, *, sandboxed: bool, limits: Limits = Limits(), threads: int = 1, slot: int = 0,
-                 preload: tuple[str, ...] = ("torch",), start_timeout: float = 120.0):
+    def __init__(
+        self,
+        scratch: Path,
+        *,
+        sandboxed: bool,
+        limits: Limits = Limits(),
+        threads: int = 1,
+        slot: int = 0,
+        preload: tuple[str, ...] = ("torch",),
+        start_timeout: float = 120.0,
+    ):
         import threading
 
         self.scratch, self.sandboxed, self.limits = Path(scratch), sandboxed, limits
         self.uid = UID_BASE + slot % 1000
         self.scratch.mkdir(parents=True, exist_ok=True)
-        self.home = self.scratch / "home"          # the kernels' folder: /tmp itself, when sandboxed
+        self.home = self.scratch / "home"  # the kernels' folder: /tmp itself, when sandboxed
         self.inside = INSIDE if sandboxed else str(self.home)
         self.home.mkdir(exist_ok=True)
-        config = {"uid": self.uid if sandboxed else -1, "preload": list(preload),
-                  "limits": [limits.memory_bytes, limits.processes, limits.cpu_s, limits.file_bytes]}
+        config = {
+            "uid": self.uid if sandboxed else -1,
+            "preload": list(preload),
+            "limits": [limits.memory_bytes, limits.processes, limits.cpu_s, limits.file_bytes],
+        }
         command = [sys.executable, "-s", str(ZYGOTE), json.dumps(config)]
         if sandboxed:
             if os.geteuid() == 0:
                 os.chown(self.home, self.uid, self.uid)
             command = _bwrap_args(self.home, self.uid) + command
-        self.process = subprocess.Popen(command, cwd=self.home, env=_clean_env(threads, self.inside),
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                        start_new_session=True)
+        self.process = subprocess.Popen(
+            command,
+            cwd=self.home,
+            env=_clean_env(threads, self.inside),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         self._events: dict[str, dict] = {}
         self._started: list[int] = []
         self._changed = threading.Condition()
@@ -300,20 +351,21 @@ class Zygote:
             self.process.stdin.write((json.dumps(command) + "\n").encode())
             self.process.stdin.flush()
         except (OSError, ValueError):
-            pass                                   # gone: the wait that follows says so
+            pass  # gone: the wait that follows says so
 
     @property
     def alive(self) -> bool:
         return self.process.poll() is None and "gone" not in self._events
 
-    def kernel(self, start_timeout: float = 60.0) -> "Kernel":
+    def kernel(self, start_timeout: float = 60.0) -> Kernel:
         """A fresh kernel; the one before it must be closed."""
         if self.current is not None:
             raise RuntimeError("a zygote's kernels run one at a time: close the last one first")
-        return Kernel(self.scratch, sandboxed=self.sandboxed, limits=self.limits, zygote=self,
-                      start_timeout=start_timeout)
+        return Kernel(
+            self.scratch, sandboxed=self.sandboxed, limits=self.limits, zygote=self, start_timeout=start_timeout
+        )
 
-    def _spawn(self, connection: str) -> "_Forked":
+    def _spawn(self, connection: str) -> _Forked:
         self._send(spawn=connection, cwd=self.inside)
         deadline = time.monotonic() + 30
         with self._changed:
@@ -333,7 +385,7 @@ class Zygote:
     def _end(self, pid: int) -> None:
         self._send(end=pid)
         if self._wait("ended", pid, time.monotonic() + 60) is None and self.alive:
-            self._stop()                            # it did not answer: the sandbox goes, and its kernels
+            self._stop()  # it did not answer: the sandbox goes, and its kernels
         if not self.sandboxed:
             _processes.kill_processes_working_in(str(self.home))
         if not self.home.is_dir():
@@ -357,7 +409,7 @@ class Zygote:
     def close(self) -> None:
         """End the sandbox and every kernel in it; remove the scratch folder."""
         try:
-            self.process.stdin.close()              # it ends its kernels, and then itself
+            self.process.stdin.close()  # it ends its kernels, and then itself
         except OSError:
             pass
         try:
@@ -370,7 +422,7 @@ class Zygote:
         shutil.rmtree(self.scratch, ignore_errors=True)
         self.home.with_name(self.home.name + ".hosts").unlink(missing_ok=True)
 
-    def __enter__(self) -> "Zygote":
+    def __enter__(self) -> Zygote:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -400,8 +452,17 @@ class Kernel:
     ``zygote`` the kernel is forked by it, in its sandbox, and ``scratch`` is the zygote's.
     """
 
-    def __init__(self, scratch: Path, *, sandboxed: bool, limits: Limits = Limits(), threads: int = 1, slot: int = 0,
-                 start_timeout: float = 60.0, zygote: Zygote | None = None):
+    def __init__(
+        self,
+        scratch: Path,
+        *,
+        sandboxed: bool,
+        limits: Limits = Limits(),
+        threads: int = 1,
+        slot: int = 0,
+        start_timeout: float = 60.0,
+        zygote: Zygote | None = None,
+    ):
         import zmq
         from jupyter_client import BlockingKernelClient
 
@@ -411,9 +472,17 @@ class Kernel:
         uid = UID_BASE + slot % 1000
         self.sockets, self.link = _short(self.scratch)
         inside = INSIDE if sandboxed else str(self.sockets)
-        info = {"transport": "ipc", "signature_scheme": "hmac-sha256", "key": secrets.token_hex(16),
-                "kernel_name": "python3", "shell_port": 1, "iopub_port": 2, "stdin_port": 3, "control_port": 4,
-                "hb_port": 5}
+        info = {
+            "transport": "ipc",
+            "signature_scheme": "hmac-sha256",
+            "key": secrets.token_hex(16),
+            "kernel_name": "python3",
+            "shell_port": 1,
+            "iopub_port": 2,
+            "stdin_port": 3,
+            "control_port": 4,
+            "hb_port": 5,
+        }
         socket_name = f"kernel-{uuid.uuid4().hex[:8]}"
         (self.scratch / f"{socket_name}.json").write_text(json.dumps(dict(info, ip=f"{inside}/{socket_name}")))
         connection = f"{inside}/{socket_name}.json"
@@ -424,11 +493,27 @@ class Kernel:
             if zygote is not None:
                 self.process = zygote._spawn(connection)
             else:
-                kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", connection, "--quiet",
-                          "--HistoryManager.enabled=False"]
-                command = [sys.executable, "-I", "-S", str(KERNEL_ENTRY), str(uid if sandboxed else -1),
-                           str(limits.memory_bytes), str(limits.processes), str(limits.cpu_s),
-                           str(limits.file_bytes), *kernel]
+                kernel = [
+                    sys.executable,
+                    "-m",
+                    "ipykernel_launcher",
+                    "-f",
+                    connection,
+                    "--quiet",
+                    "--HistoryManager.enabled=False",
+                ]
+                command = [
+                    sys.executable,
+                    "-I",
+                    "-S",
+                    str(KERNEL_ENTRY),
+                    str(uid if sandboxed else -1),
+                    str(limits.memory_bytes),
+                    str(limits.processes),
+                    str(limits.cpu_s),
+                    str(limits.file_bytes),
+                    *kernel,
+                ]
                 if sandboxed:
                     if os.geteuid() == 0:
                         os.chown(self.scratch, uid, uid)
@@ -467,8 +552,7 @@ class Kernel:
 
     def execute(self, code: str, timeout: float) -> ExecuteResult:
         """Run ``code``; the verdict is the execute reply's status (``timeout`` if none came in time)."""
-        msg_id = self.client.execute(code, silent=False, store_history=False, allow_stdin=False,
-                                     stop_on_error=False)
+        msg_id = self.client.execute(code, silent=False, store_history=False, allow_stdin=False, stop_on_error=False)
         try:
             content = self._reply(msg_id, time.monotonic() + timeout)["content"]
         except TimeoutError:
@@ -503,7 +587,7 @@ class Kernel:
         self.context.destroy(linger=0)
         self._remove_link()
         if self.zygote is not None:
-            return                                  # the zygote has ended its processes and emptied its folder
+            return  # the zygote has ended its processes and emptied its folder
         if not self.sandboxed:
             _processes.kill_processes_working_in(str(self.scratch))
         shutil.rmtree(self.scratch, ignore_errors=True)
@@ -513,7 +597,7 @@ class Kernel:
         if self.link is not None:
             self.link.unlink(missing_ok=True)
 
-    def __enter__(self) -> "Kernel":
+    def __enter__(self) -> Kernel:
         return self
 
     def __exit__(self, *exc) -> None:

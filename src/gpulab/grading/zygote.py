@@ -41,8 +41,13 @@ def become_kernel(connection: str, cwd: str, uid: int, limits: list[int]) -> Non
         os.setuid(uid)
     else:
         mine += sum(1 for p in os.listdir("/proc") if p.isdigit() and os.stat("/proc/" + p).st_uid == os.getuid())
-    for limit, value in ((resource.RLIMIT_DATA, memory), (resource.RLIMIT_NPROC, mine),
-                         (resource.RLIMIT_CPU, cpu), (resource.RLIMIT_FSIZE, largest), (resource.RLIMIT_CORE, 0)):
+    for limit, value in (
+        (resource.RLIMIT_DATA, memory),
+        (resource.RLIMIT_NPROC, mine),
+        (resource.RLIMIT_CPU, cpu),
+        (resource.RLIMIT_FSIZE, largest),
+        (resource.RLIMIT_CORE, 0),
+    ):
         resource.setrlimit(limit, (value, value))
     os.chdir(cwd)
     sys.argv = ["ipykernel_launcher", "-f", connection, "--quiet", "--HistoryManager.enabled=False"]
@@ -115,7 +120,7 @@ def end_everything(kernel: int, uid: int) -> None:
     try:
         os.waitpid(kernel, 0)
     except ChildProcessError:
-        pass                              # reaped already: it ended by itself
+        pass  # reaped already: it ended by itself
 
 
 def main(config: dict) -> None:
@@ -130,7 +135,7 @@ def main(config: dict) -> None:
         try:
             __import__(name)
         except Exception:
-            pass                          # a kernel that needs it then fails as a fresh one would
+            pass  # a kernel that needs it then fails as a fresh one would
     # What was imported here lives as long as any kernel: its garbage collections need not walk it (torch and
     # torch._dynamo are some 280,000 objects; a gc.collect() in an answer took a third of a second or more).
     gc.collect()
@@ -154,7 +159,7 @@ def main(config: dict) -> None:
             continue
         data = os.read(commands, 65536)
         if not data:
-            break                         # the grader is done, or gone
+            break  # the grader is done, or gone
         pending += data
         while b"\n" in pending:
             line, pending = pending.split(b"\n", 1)

@@ -78,22 +78,39 @@ from __future__ import annotations
 
 import importlib
 
-__all__ = ["Copy", "FACTORY_OPS", "Read", "SimulatedGPU", "SimulatedMemory", "SimulatedQueue", "aten_ops",
-           "is_simulating", "running", "start", "stop"]
+__all__ = [
+    "Copy",
+    "FACTORY_OPS",
+    "Read",
+    "SimulatedGPU",
+    "SimulatedMemory",
+    "SimulatedQueue",
+    "aten_ops",
+    "is_simulating",
+    "running",
+    "start",
+    "stop",
+]
 
 # name here: (module, name there); the recorders of gpulab.checks under the names notebooks handed out import
-_LAZY = {"Copy": ("gpulab.checks.transfers", "Copy"), "FACTORY_OPS": ("gpulab.checks.transfers", "FACTORY_OPS"),
-         "Read": ("gpulab.checks.transfers", "Read"), "SimulatedGPU": ("gpulab.checks.transfers", "TransferRecorder"),
-         "aten_ops": ("gpulab.checks.transfers", "aten_ops"),
-         "SimulatedMemory": ("gpulab.checks.device_memory", "SimulatedMemory"),
-         "SimulatedQueue": ("gpulab.checks.kernel_queue", "SimulatedQueue"),
-         "running": (f"{__name__}.install", "running"), "start": (f"{__name__}.install", "start"),
-         "stop": (f"{__name__}.install", "stop")}
+_LAZY = {
+    "Copy": ("gpulab.checks.transfers", "Copy"),
+    "FACTORY_OPS": ("gpulab.checks.transfers", "FACTORY_OPS"),
+    "Read": ("gpulab.checks.transfers", "Read"),
+    "SimulatedGPU": ("gpulab.checks.transfers", "TransferRecorder"),
+    "aten_ops": ("gpulab.checks.transfers", "aten_ops"),
+    "SimulatedMemory": ("gpulab.checks.device_memory", "SimulatedMemory"),
+    "SimulatedQueue": ("gpulab.checks.kernel_queue", "SimulatedQueue"),
+    "running": (f"{__name__}.install", "running"),
+    "start": (f"{__name__}.install", "start"),
+    "stop": (f"{__name__}.install", "stop"),
+}
 
 
 def is_simulating() -> bool:
     """Whether a simulated machine is switched on in this process (no torch import needed to ask)."""
     import sys
+
     install = sys.modules.get(f"{__name__}.install")
     return install is not None and install.running() is not None
 

@@ -31,10 +31,25 @@ KROUND_LARGE = 2 << 20  # round up large allocations to 2 MiB
 ONE_EXA_BYTE = 1 << 60  # NativeCachingAllocator::allocate refuses this much and more
 BASE_ADDRESS = 0x7F0000000000  # fake device addresses start here, 2 MiB aligned
 
-_STAT_ARRAYS = ("allocation", "segment", "active", "inactive_split", "allocated_bytes",
-                "reserved_bytes", "active_bytes", "inactive_split_bytes", "requested_bytes")
-_COUNTERS = ("num_alloc_retries", "num_ooms", "num_sync_all_streams", "num_device_alloc",
-             "num_device_free", "num_oom_rejections")
+_STAT_ARRAYS = (
+    "allocation",
+    "segment",
+    "active",
+    "inactive_split",
+    "allocated_bytes",
+    "reserved_bytes",
+    "active_bytes",
+    "inactive_split_bytes",
+    "requested_bytes",
+)
+_COUNTERS = (
+    "num_alloc_retries",
+    "num_ooms",
+    "num_sync_all_streams",
+    "num_device_alloc",
+    "num_device_free",
+    "num_oom_rejections",
+)
 
 
 def round_size(size: int) -> int:
@@ -104,8 +119,7 @@ class _Block:
 class Allocation:
     """What :meth:`DeviceAllocator.malloc` returns: the block handed out, as a pointer would be."""
 
-    def __init__(self, allocator: DeviceAllocator, block: _Block | None, requested_size: int,
-                 stream: int) -> None:
+    def __init__(self, allocator: DeviceAllocator, block: _Block | None, requested_size: int, stream: int) -> None:
         self.allocator = allocator
         self.address = block.ptr if block else 0  # a zero-byte allocation is a null pointer
         self.size = block.size if block else 0  # rounded, as allocated_bytes counts it
@@ -114,8 +128,10 @@ class Allocation:
         self._block = block  # None once freed, so that a second free is refused
 
     def __repr__(self) -> str:
-        return (f"Allocation(address={self.address:#x}, size={self.size}, "
-                f"requested_size={self.requested_size}, stream={self.stream})")
+        return (
+            f"Allocation(address={self.address:#x}, size={self.size}, "
+            f"requested_size={self.requested_size}, stream={self.stream})"
+        )
 
 
 class DeviceAllocator:
@@ -127,8 +143,7 @@ class DeviceAllocator:
 
     def __init__(self, device_index: int, capacity: int, context_bytes: int) -> None:
         self.device_index, self.capacity, self.context_bytes = device_index, capacity, context_bytes
-        self._arrays = {name: {k: _Stat() for k in ("all", "small_pool", "large_pool")}
-                        for name in _STAT_ARRAYS}
+        self._arrays = {name: {k: _Stat() for k in ("all", "small_pool", "large_pool")} for name in _STAT_ARRAYS}
         self._oversize = {"oversize_allocations": _Stat(), "oversize_segments": _Stat()}
         self._counters = dict.fromkeys(_COUNTERS, 0)
         self._free_blocks: dict[bool, list[_Block]] = {True: [], False: []}  # by "small pool"
@@ -171,8 +186,7 @@ class DeviceAllocator:
         if nbytes < 0:
             raise ValueError(f"cannot allocate {nbytes} bytes")
         if nbytes >= ONE_EXA_BYTE:
-            raise torch.OutOfMemoryError(
-                "CUDA out of memory. Tried to allocate more than 1EB memory.")
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate more than 1EB memory.")
         if nbytes == 0:  # allocate(): `if (size != 0) this->malloc(...)`: a null pointer
             return Allocation(self, None, 0, stream)
         size = round_size(nbytes)
@@ -188,8 +202,7 @@ class DeviceAllocator:
                 block = self._alloc_block(alloc_size, small, stream, is_retry=True)
             if block is None:
                 self._raise_oom(size, alloc_size, stream)
-        return Allocation(self, self._alloc_found_block(block, size, nbytes, stream),
-                          nbytes, stream)
+        return Allocation(self, self._alloc_found_block(block, size, nbytes, stream), nbytes, stream)
 
     def free(self, allocation: Allocation) -> None:
         """CCA ``NativeCachingAllocator::free`` then ``DeviceCachingAllocator::free``."""
@@ -252,15 +265,24 @@ class DeviceAllocator:
         ``NativeCachingAllocator::snapshot`` reads the trace before the segments, and
         ``DeviceCachingAllocator::snapshot`` then records a "snapshot" entry: it shows in the next one.
         """
-        trace = self._trace[self._trace_next:] + self._trace[:self._trace_next]
+        trace = self._trace[self._trace_next :] + self._trace[: self._trace_next]
         blocks = [b for pool in self._free_blocks.values() for b in pool] + list(self._active)
         segments, total_active = [], 0
         for head in sorted((b for b in blocks if b.prev is None), key=lambda b: b.ptr):
-            segment = {"device": self.device_index, "address": head.ptr, "total_size": 0,
-                       "allocated_size": 0, "active_size": 0, "requested_size": 0,
-                       "stream": head.stream, "segment_type": "small" if head.small else "large",
-                       "segment_pool_id": (0, 0), "is_expandable": False, "frames": [],
-                       "blocks": []}
+            segment = {
+                "device": self.device_index,
+                "address": head.ptr,
+                "total_size": 0,
+                "allocated_size": 0,
+                "active_size": 0,
+                "requested_size": 0,
+                "stream": head.stream,
+                "segment_type": "small" if head.small else "large",
+                "segment_pool_id": (0, 0),
+                "is_expandable": False,
+                "frames": [],
+                "blocks": [],
+            }
             block = head
             while block is not None:
                 segment["total_size"] += block.size
@@ -268,11 +290,15 @@ class DeviceAllocator:
                     segment["allocated_size"] += block.size
                     segment["active_size"] += block.size
                     segment["requested_size"] += block.requested_size
-                segment["blocks"].append({
-                    "address": block.ptr, "size": block.size,
-                    "requested_size": block.requested_size,
-                    "state": "active_allocated" if block.allocated else "inactive",
-                    "frames": []})
+                segment["blocks"].append(
+                    {
+                        "address": block.ptr,
+                        "size": block.size,
+                        "requested_size": block.requested_size,
+                        "state": "active_allocated" if block.allocated else "inactive",
+                        "frames": [],
+                    }
+                )
                 block = block.next
             total_active += segment["active_size"]
             segments.append(segment)
@@ -347,8 +373,13 @@ class DeviceAllocator:
         block.requested_size = orig_size
         self._record("alloc", block.ptr, orig_size, stream)
         self._active.add(block)
-        for name, amount in (("allocation", 1), ("allocated_bytes", block.size), ("active", 1),
-                             ("active_bytes", block.size), ("requested_bytes", orig_size)):
+        for name, amount in (
+            ("allocation", 1),
+            ("allocated_bytes", block.size),
+            ("active", 1),
+            ("active_bytes", block.size),
+            ("requested_bytes", orig_size),
+        ):
             self._change(name, small, amount)
         return block
 
@@ -413,8 +444,10 @@ class DeviceAllocator:
         line for this process (NVML counts the context and everything reserved)."""
         device_free, device_total = self.mem_get_info()
         allowed_info = f"{format_size(self._allowed)} allowed; " if self._allowed is not None else ""
-        proc_info = ("Including non-PyTorch memory, this process has "
-                     f"{format_size(self.context_bytes + self.reserved)} memory in use. ")
+        proc_info = (
+            "Including non-PyTorch memory, this process has "
+            f"{format_size(self.context_bytes + self.reserved)} memory in use. "
+        )
         self._record("oom", device_free, size, stream)  # OOM entries carry device_free
         self._counters["num_ooms"] += 1
         allocated, reserved = self.allocated, self.reserved
@@ -428,16 +461,24 @@ class DeviceAllocator:
             " PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid"
             " fragmentation.  See documentation for Memory Management "
             " (https://docs.pytorch.org/docs/stable/notes/cuda.html"
-            "#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)")
+            "#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)"
+        )
 
     def _record(self, action: str, addr: int, size: int, stream: int, frames: bool = True) -> None:
         """``record_trace`` into ``TraceEntryRingBuffer``, in the form memory_snapshot.cpp gives
         it to Python: ``device_free`` replaces ``addr`` for "oom"; no stacks are simulated."""
         if not self._history:
             return
-        entry = {"action": action, ("device_free" if action == "oom" else "addr"): addr,
-                 "size": size, "stream": stream, "compile_context": "", "user_metadata": "",
-                 "time_us": time.time_ns() // 1000, "pool_id": (0, 0)}
+        entry = {
+            "action": action,
+            ("device_free" if action == "oom" else "addr"): addr,
+            "size": size,
+            "stream": stream,
+            "compile_context": "",
+            "user_metadata": "",
+            "time_us": time.time_ns() // 1000,
+            "pool_id": (0, 0),
+        }
         if frames:  # the snapshot entry has no context, hence no frames
             entry["frames"] = []
         if len(self._trace) < self._trace_max:

@@ -22,8 +22,10 @@ import sysconfig
 __all__ = ["install_pth", "start_from_environment", "when_torch_loads"]
 
 PTH_NAME = "gpulab-simulate.pth"
-PTH_LINE = ("import os; os.environ.get('GPULAB_SIMULATE') and "
-            "__import__('gpulab.simulated.hook').simulated.hook.start_from_environment()\n")
+PTH_LINE = (
+    "import os; os.environ.get('GPULAB_SIMULATE') and "
+    "__import__('gpulab.simulated.hook').simulated.hook.start_from_environment()\n"
+)
 
 
 _started = False
@@ -60,15 +62,17 @@ class _TorchFinder(importlib.abc.MetaPathFinder):
 
     def _after_c(self, module) -> None:
         from . import install
+
         torch = sys.modules["torch"]
         if not hasattr(torch, "_C"):
-            torch._C = module   # the import system binds it on the package only once this returns
+            torch._C = module  # the import system binds it on the package only once this returns
         install.start_runtime(self.name, torch)
 
     def _after_torch(self, module) -> None:
         if self in sys.meta_path:
             sys.meta_path.remove(self)
         from . import install
+
         if install.running() is not None:
             install.finish(module)
 
@@ -77,8 +81,9 @@ def start_from_environment() -> None:
     """``GPULAB_SIMULATE=<machine>``: run by the .pth line; a bad name is one line on stderr."""
     global _started
     from . import machines
+
     name = os.environ.get("GPULAB_SIMULATE", "").strip()
-    if not name or _started:   # a venv's lib64 -> lib link makes site read the .pth twice
+    if not name or _started:  # a venv's lib64 -> lib link makes site read the .pth twice
         return
     _started = True
     try:
@@ -93,6 +98,7 @@ def when_torch_loads(name: str) -> None:
     """Simulate ``name`` from the moment torch is imported (now, if it already is)."""
     if "torch" in sys.modules:
         from . import install
+
         install.start(name)
         return
     sys.meta_path.insert(0, _TorchFinder(name))

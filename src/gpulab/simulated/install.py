@@ -17,13 +17,13 @@ from . import machines, native, runtime
 
 __all__ = ["running", "start", "stop"]
 
-_saved: list[tuple[Any, str, Any]] = []   # (object, attribute, value before): what stop() puts back
+_saved: list[tuple[Any, str, Any]] = []  # (object, attribute, value before): what stop() puts back
 _MISSING = object()
 _library = None
 _kernels = None
 
 
-def running() -> "runtime.Machine | None":
+def running() -> runtime.Machine | None:
     """The simulated machine switched on in this process, or None."""
     machine = runtime.machine()
     return machine if machine is not None and machine.active else None
@@ -34,7 +34,7 @@ def _set(target, name: str, value) -> None:
     setattr(target, name, value)
 
 
-_build: tuple[bool, int] | None = None   # (this torch is built with CUDA, the GPUs it finds), as first seen
+_build: tuple[bool, int] | None = None  # (this torch is built with CUDA, the GPUs it finds), as first seen
 
 
 def real_cuda(torch_module) -> tuple[bool, int]:
@@ -54,7 +54,7 @@ def _refuse_real_gpus(torch_module) -> bool:
     return built
 
 
-def start_runtime(name: str, torch_module) -> "runtime.Machine":
+def start_runtime(name: str, torch_module) -> runtime.Machine:
     """The first half: the machine and the CUDA bindings on ``torch._C`` (safe while torch is importing)."""
     if running() is not None:
         if running().name != name:
@@ -76,12 +76,14 @@ def finish(torch_module) -> None:
     """The second half, once ``import torch`` is done: tensors, files, torch.distributed, the profiler."""
     global _library, _kernels
     import torch.cuda
+
     from . import nccl, profiler, serialization, tensors
+
     # Names torch.cuda bound when it was imported (all of them exist on a CUDA build from the start).
     _set(torch.cuda, "_cudart", torch_module._C._cudart)
     _set(torch.cuda, "_is_in_bad_fork", torch_module._C._cuda_isInBadFork)
     _set(torch.cuda, "_initialized", False)
-    _set(torch.cuda, "_cached_device_count", None)   # torch caches the count once CUDA is initialised
+    _set(torch.cuda, "_cached_device_count", None)  # torch caches the count once CUDA is initialised
     checked = getattr(torch.cuda, "_check_bf16_tensor_supported", None)
     if hasattr(checked, "cache_clear"):
         checked.cache_clear()
@@ -96,7 +98,7 @@ def finish(torch_module) -> None:
         _library.fallback(tensors._factory, "CUDA")
         # Operations that reach the CUDA key with a simulated tensor (torch.tensor(..., device="cuda")
         # copies with the Python key excluded) and have a composite kernel the fallback would not replace.
-        with warnings.catch_warnings():   # "Overriding a previously registered kernel": a CUDA build's own
+        with warnings.catch_warnings():  # "Overriding a previously registered kernel": a CUDA build's own
             warnings.simplefilter("ignore")
             for name, impl in tensors.cuda_kernels().items():
                 _kernels.impl(name, impl, "CUDA")
@@ -109,14 +111,16 @@ def _reload_streams(torch_module) -> None:
     import importlib
 
     import torch.cuda.streams
+
     streams = importlib.reload(torch.cuda.streams)
     for name in ("Stream", "Event", "ExternalStream"):
         _set(torch.cuda, name, getattr(streams, name))
 
 
-def start(name: str) -> "runtime.Machine":
+def start(name: str) -> runtime.Machine:
     """Switch on the simulated machine ``name`` (``t4``, ``4xh100`` …) in this running process."""
     import torch
+
     node = start_runtime(name, torch)
     finish(torch)
     return node

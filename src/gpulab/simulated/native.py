@@ -73,20 +73,35 @@ def _cxx_standard(torch_dir: pathlib.Path) -> str:
 def _compile(target: pathlib.Path, torch_dir: pathlib.Path) -> None:
     compiler = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
     if compiler is None:
-        raise RuntimeError("the simulated GPUs need a C++ compiler (g++ or clang++) to build their device guard, "
-                           "and none is on PATH: install one (macOS: xcode-select --install; Debian or Ubuntu: "
-                           "apt install g++) or name it in CXX")
+        raise RuntimeError(
+            "the simulated GPUs need a C++ compiler (g++ or clang++) to build their device guard, "
+            "and none is on PATH: install one (macOS: xcode-select --install; Debian or Ubuntu: "
+            "apt install g++) or name it in CXX"
+        )
     # PyTorch's Linux wheels use the C++11 ABI from 2.7 on (manylinux_2_28); 2.6's do not.
     cxx11_abi = int(_torch_version(torch_dir) >= (2, 7))
     partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
-    command = [compiler, "-shared", "-fPIC", "-O1", f"-std={_cxx_standard(torch_dir)}", f"-D_GLIBCXX_USE_CXX11_ABI={cxx11_abi}",
-               f"-I{torch_dir / 'include'}", str(_SOURCE), f"-L{torch_dir / 'lib'}", "-lc10", "-ltorch_cpu",
-               f"-Wl,-rpath,{torch_dir / 'lib'}", "-o", str(partial)]
+    command = [
+        compiler,
+        "-shared",
+        "-fPIC",
+        "-O1",
+        f"-std={_cxx_standard(torch_dir)}",
+        f"-D_GLIBCXX_USE_CXX11_ABI={cxx11_abi}",
+        f"-I{torch_dir / 'include'}",
+        str(_SOURCE),
+        f"-L{torch_dir / 'lib'}",
+        "-lc10",
+        "-ltorch_cpu",
+        f"-Wl,-rpath,{torch_dir / 'lib'}",
+        "-o",
+        str(partial),
+    ]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         partial.unlink(missing_ok=True)
         raise RuntimeError(f"building the simulated GPUs' device guard failed:\n{done.stderr[-2000:]}")
-    os.replace(partial, target)   # atomic: another process building the same file sees a whole one
+    os.replace(partial, target)  # atomic: another process building the same file sees a whole one
 
 
 def build() -> pathlib.Path | None:
@@ -115,7 +130,7 @@ def load() -> ctypes.CDLL:
     if path is not None:
         _library = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
         return _library
-    with tempfile.TemporaryDirectory(prefix="gpulab-guard-") as scratch:   # nowhere to cache it
+    with tempfile.TemporaryDirectory(prefix="gpulab-guard-") as scratch:  # nowhere to cache it
         path = pathlib.Path(scratch) / _library_name(_torch_dir())
         _compile(path, _torch_dir())
         _library = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
@@ -137,5 +152,5 @@ def prepare(replace: bool = False) -> bool:
         return False
 
 
-if __name__ == "__main__":   # python -m gpulab.simulated.native: build the cache ahead of time
+if __name__ == "__main__":  # python -m gpulab.simulated.native: build the cache ahead of time
     print(build() or "no cache folder could be written", file=sys.stderr)

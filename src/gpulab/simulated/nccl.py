@@ -50,7 +50,7 @@ _CUDA_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.CUDA)
 # Each nccl group's GPU bookkeeping, by group name. Not kept on the backend object itself: C++ hands
 # back that Python object only while it lives, and keeping it alive would leave gloo's threads to
 # be torn down while the interpreter exits. A new group of the same name replaces the entry.
-_groups: dict[str, "_Devices"] = {}
+_groups: dict[str, _Devices] = {}
 
 
 class Options:
@@ -72,7 +72,7 @@ def _bus_id(index: int) -> int:
     return (props.pci_domain_id << 20) | (props.pci_bus_id << 12) | (props.pci_device_id << 4)
 
 
-def duplicate_gpu_error(rank: int, peer: int, bus_id: int) -> "dist.DistBackendError":
+def duplicate_gpu_error(rank: int, peer: int, bus_id: int) -> dist.DistBackendError:
     """The error PyTorch raises when NCCL finds ``rank`` and ``peer`` on one GPU.
 
     NCCL (src/init.cc, initTransportsRank) warns "Duplicate GPU detected : rank %d and rank %d both
@@ -87,7 +87,8 @@ def duplicate_gpu_error(rank: int, peer: int, bus_id: int) -> "dist.DistBackendE
         f"NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:93, invalid usage (run with "
         f"NCCL_DEBUG=WARN for details), NCCL version {version}\nncclInvalidUsage: This usually reflects invalid "
         f"usage of NCCL library.\nLast error:\nDuplicate GPU detected : rank {rank} and rank {peer} both on CUDA "
-        f"device {bus_id:x}")
+        f"device {bus_id:x}"
+    )
 
 
 class _Devices:
@@ -96,7 +97,7 @@ class _Devices:
     def __init__(self, store, rank: int, size: int):
         self.store, self.rank, self.size = store, rank, size
         self.device: int | None = None
-        self.checked: set[int] = set()   # peers known to be on another GPU
+        self.checked: set[int] = set()  # peers known to be on another GPU
         self.lock = threading.Lock()
 
     def connect(self, index: int, peers) -> None:
@@ -157,8 +158,11 @@ def _get_split_source(pg):
     new group makes its own connections, as it does where NCCL cannot split.
     """
     source = _real_get_split_source(pg)
-    if isinstance(source, c10d.ProcessGroupGloo) and not isinstance(source, ProcessGroupNCCL) \
-            and "cuda:nccl" in c10d._world.pg_backend_config.get(pg, ""):
+    if (
+        isinstance(source, c10d.ProcessGroupGloo)
+        and not isinstance(source, ProcessGroupNCCL)
+        and "cuda:nccl" in c10d._world.pg_backend_config.get(pg, "")
+    ):
         return None
     return source
 
@@ -168,7 +172,8 @@ _real_get_split_source = getattr(c10d, "_get_split_source", None)
 
 # ----------------------------------------------------------------- collectives on simulated CUDA tensors
 
-@functools.lru_cache(maxsize=None)
+
+@functools.cache
 def _argument_index(op, name: str) -> int | None:
     names = [argument.name for argument in op._schema.arguments]
     return names.index(name) if name in names else None
@@ -187,6 +192,7 @@ _POINT_TO_POINT = {torch.ops.c10d.send.default, torch.ops.c10d.recv_.default, to
 def _collective(op, node, *args, **kwargs):
     """A ``c10d`` operation on simulated CUDA tensors (a ``tensors._SPECIAL`` handler, given the machine)."""
     from .tensors import CudaTensor
+
     group = dist.ProcessGroup.unbox(_argument(op, args, kwargs, "process_group"))
     # A group whose CUDA backend is nccl (init_process_group says so in the world's records).
     nccl = "cuda:nccl" in c10d._world.pg_backend_config.get(group, "")
@@ -226,7 +232,7 @@ def _collective(op, node, *args, **kwargs):
         try:
             future = work.get_future().then(lambda done: tree_map(rewrap, done.value()))
             results = (results[0], torch._C._distributed_c10d._create_work_from_future(future).boxed())
-        except RuntimeError:   # a gloo Work without a future (reduce_scatter_single): the Work as it is
+        except RuntimeError:  # a gloo Work without a future (reduce_scatter_single): the Work as it is
             pass
         results = (tree_map(rewrap, results[0]), results[1])
     return results if isinstance(out, tuple) else results[0]
@@ -249,6 +255,7 @@ def _collective_ops() -> dict:
 def patches() -> list:
     """``(object, attribute, value)`` that ``install.finish`` sets (and ``install.stop`` restores)."""
     from . import tensors
+
     version = (NCCL_VERSION[0] << 32) | (NCCL_VERSION[1] << 16) | NCCL_VERSION[2]
     return [
         (c10d, "_NCCL_AVAILABLE", True),

@@ -27,5 +27,7 @@ def patches() -> list[tuple]:
     def _supported_activities():
         return set(real()) | {ProfilerActivity.CUDA}
 
-    return [(torch.autograd, "_supported_activities", _supported_activities),
-            (torch.autograd.profiler, "_supported_activities", _supported_activities)]
+    return [
+        (torch.autograd, "_supported_activities", _supported_activities),
+        (torch.autograd.profiler, "_supported_activities", _supported_activities),
+    ]

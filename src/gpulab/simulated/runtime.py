@@ -24,7 +24,8 @@ import sys
 import threading
 import time
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -33,12 +34,12 @@ from .machines import GPUSpec
 
 __all__ = ["Machine", "machine"]
 
-CUDA_TYPE = 1   # c10::DeviceType::CUDA, as Stream objects carry it
+CUDA_TYPE = 1  # c10::DeviceType::CUDA, as Stream objects carry it
 
-_machine: "Machine | None" = None
+_machine: Machine | None = None
 
 
-def machine() -> "Machine | None":
+def machine() -> Machine | None:
     """The simulated machine of this process, or None."""
     return _machine
 
@@ -50,13 +51,13 @@ class Machine:
         self.name = name
         self.specs = specs = visible_devices(specs)
         self.guard = guard
-        self.replace = replace             # a CUDA build without a GPU: its own guard and hooks give way
+        self.replace = replace  # a CUDA build without a GPU: its own guard and hooks give way
         # the C++ side counts only the GPUs CUDA_VISIBLE_DEVICES shows
         if not guard.gpulab_install(len(specs), int(replace)):
             raise RuntimeError("this torch's own CUDA device guard is in place: a simulated machine cannot be")
         self.allocators = [DeviceAllocator(i, spec.total_memory, spec.context_bytes) for i, spec in enumerate(specs)]
-        self.sync_debug_mode = 0           # torch.cuda.set_sync_debug_mode: 0 off, 1 warn, 2 error
-        self.init_pid: int | None = None   # the process that initialised CUDA (a fork of it may not use it)
+        self.sync_debug_mode = 0  # torch.cuda.set_sync_debug_mode: 0 off, 1 warn, 2 error
+        self.init_pid: int | None = None  # the process that initialised CUDA (a fork of it may not use it)
         self.streams = _Streams()
         self.active = False
         self.cudnn_benchmark_limit = 10
@@ -125,7 +126,7 @@ def visible_devices(specs: list[GPUSpec]) -> list[GPUSpec]:
     return [specs[i] for i in chosen]
 
 
-def cuda_error(text: str, name: str) -> "torch.AcceleratorError":
+def cuda_error(text: str, name: str) -> torch.AcceleratorError:
     """The error ``C10_CUDA_CHECK`` raises for a failed CUDA call (what cudaGetErrorString says is ``text``).
 
     c10/cuda/CUDAException.cpp ``c10_cuda_check_implementation``: "CUDA error: " + the error string +
@@ -137,12 +138,15 @@ def cuda_error(text: str, name: str) -> "torch.AcceleratorError":
     if name == "cudaErrorInvalidDevice":
         help_text = "\nGPU device may be out of range, do you have enough GPUs?"
     else:
-        help_text = (f"\nSearch for `{name}' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"
-                     " for more information.")
+        help_text = (
+            f"\nSearch for `{name}' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html"
+            " for more information."
+        )
     suffix = "\nFor more detailed error information, run with CUDA_LOG_FILE=stderr"
     error_class = getattr(torch, "AcceleratorError", RuntimeError)
-    return error_class(f"CUDA error: {text}{help_text}{suffix}\n"
-                       "Device-side assertion tracking was not enabled by user.")
+    return error_class(
+        f"CUDA error: {text}{help_text}{suffix}\nDevice-side assertion tracking was not enabled by user."
+    )
 
 
 class _Streams:
@@ -167,6 +171,7 @@ class _Streams:
 
 # ----------------------------------------------------------------- signatures from the stubs
 
+
 @functools.lru_cache(maxsize=1)
 def _stub_functions() -> dict[str, ast.FunctionDef]:
     path = pathlib.Path(torch.__file__).parent / "_C" / "__init__.pyi"
@@ -186,8 +191,11 @@ def stub_signature(name: str) -> inspect.Signature | None:
     positional = node.args.posonlyargs + node.args.args
     defaults = [None] * (len(positional) - len(node.args.defaults)) + list(node.args.defaults)
     for i, (arg, default) in enumerate(zip(positional, defaults)):
-        kind = inspect.Parameter.POSITIONAL_ONLY if i < len(node.args.posonlyargs) else \
-            inspect.Parameter.POSITIONAL_OR_KEYWORD
+        kind = (
+            inspect.Parameter.POSITIONAL_ONLY
+            if i < len(node.args.posonlyargs)
+            else inspect.Parameter.POSITIONAL_OR_KEYWORD
+        )
         value = inspect.Parameter.empty if default is None else _Optional
         params.append(inspect.Parameter(arg.arg, kind, default=value))
     for arg, default in zip(node.args.kwonlyargs, node.args.kw_defaults):
@@ -201,7 +209,7 @@ class _OptionalType:
         return "..."
 
 
-_Optional = _OptionalType()   # a stub's "= ...": the real default is the binding's own
+_Optional = _OptionalType()  # a stub's "= ...": the real default is the binding's own
 
 
 def _bind(name: str, impl: Callable) -> Callable:
@@ -234,6 +242,7 @@ def _bind(name: str, impl: Callable) -> Callable:
 
 # ----------------------------------------------------------------- device properties
 
+
 class _CudaDeviceProperties:
     """What ``torch.cuda.get_device_properties`` returns on the real card."""
 
@@ -245,7 +254,7 @@ class _CudaDeviceProperties:
         self.is_integrated = 0
         self.is_multi_gpu_board = 0
         self.max_threads_per_multi_processor = spec.max_threads_per_multi_processor
-        self.gcnArchName = spec.name   # what an H100 reported (torch 2.11.0+cu130)
+        self.gcnArchName = spec.name  # what an H100 reported (torch 2.11.0+cu130)
         self.warp_size = 32
         self.uuid = f"5d3c1e2a-{index:04x}-4c6b-9e0f-{spec.key.encode().hex():0>12.12}"
         self.L2_cache_size = spec.L2_cache_size
@@ -261,13 +270,16 @@ class _CudaDeviceProperties:
 
     def __repr__(self) -> str:
         # torch/csrc/cuda/Module.cpp, the __repr__ of _CudaDeviceProperties
-        return (f"_CudaDeviceProperties(name='{self.name}', major={self.major}, minor={self.minor}, "
-                f"total_memory={self.total_memory // 2**20}MB, multi_processor_count={self.multi_processor_count}, "
-                f"uuid={self.uuid}, pci_bus_id={self.pci_bus_id}, pci_device_id={self.pci_device_id}, "
-                f"pci_domain_id={self.pci_domain_id}, L2_cache_size={self.L2_cache_size // 2**20}MB)")
+        return (
+            f"_CudaDeviceProperties(name='{self.name}', major={self.major}, minor={self.minor}, "
+            f"total_memory={self.total_memory // 2**20}MB, multi_processor_count={self.multi_processor_count}, "
+            f"uuid={self.uuid}, pci_bus_id={self.pci_bus_id}, pci_device_id={self.pci_device_id}, "
+            f"pci_domain_id={self.pci_domain_id}, L2_cache_size={self.L2_cache_size // 2**20}MB)"
+        )
 
 
 # ----------------------------------------------------------------- streams and events
+
 
 def _raw_stream(stream_id: int) -> int:
     """The cudaStream_t a stream id stands for: 0 (the legacy default stream) or a made-up handle."""
@@ -278,8 +290,9 @@ def _stream_base():
     class _CudaStreamBase(torch._C.Stream):
         """A CUDA stream on a simulated GPU. Work runs when it is queued, so every stream is always idle."""
 
-        def __new__(cls, priority: int = 0, stream_id: int = 0, device_index: int = 0, device_type: int = 0,
-                    stream_ptr: int = 0):
+        def __new__(
+            cls, priority: int = 0, stream_id: int = 0, device_index: int = 0, device_type: int = 0, stream_ptr: int = 0
+        ):
             # torch/csrc/cuda/Stream.cpp, THCPStream_pynew: with none of id, index and type given, a new
             # stream on the current device; otherwise the stream they name.
             if not (stream_id or device_index or device_type):
@@ -315,10 +328,15 @@ class _CudaEventBase:
     errors are the real ones (``torch/csrc/cuda/Event.cpp``, ``at::cuda::CUDAEvent``).
     """
 
-    def __new__(cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False,
-                external: bool = False):
+    def __new__(
+        cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False, external: bool = False
+    ):
         self = object.__new__(cls)
-        self._enable_timing, self._blocking, self._interprocess = bool(enable_timing), bool(blocking), bool(interprocess)
+        self._enable_timing, self._blocking, self._interprocess = (
+            bool(enable_timing),
+            bool(blocking),
+            bool(interprocess),
+        )
         self._recorded_s: float | None = None
         self._device_index: int | None = None
         return self
@@ -366,6 +384,7 @@ class _CudaEventBase:
 
 # ----------------------------------------------------------------- the CUDA runtime library
 
+
 class _CudaRT:
     """``torch.cuda.cudart()``: the few runtime calls Python makes directly."""
 
@@ -407,6 +426,7 @@ class _CudaRT:
 
 # ----------------------------------------------------------------- the bindings
 
+
 def _index(device) -> int:
     node = _machine
     if isinstance(device, torch.device):
@@ -416,10 +436,11 @@ def _index(device) -> int:
 
 def _cuda_init() -> None:
     node = _machine
-    if node.device_count == 0:   # c10/cuda/CUDAFunctions.cpp, device_count_ensure_non_zero
+    if node.device_count == 0:  # c10/cuda/CUDAFunctions.cpp, device_count_ensure_non_zero
         raise RuntimeError("No CUDA GPUs are available")
     node.init_pid = os.getpid()
     import torch.cuda
+
     # THCPModule_initExtension sets these on torch.cuda: one generator per device, and the properties reader.
     torch.cuda.default_generators = tuple(torch.Generator() for _ in range(node.device_count))
     for index, generator in enumerate(torch.cuda.default_generators):
@@ -427,7 +448,7 @@ def _cuda_init() -> None:
     torch.cuda._get_device_properties = _get_device_properties
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _properties(index: int) -> _CudaDeviceProperties:
     return _CudaDeviceProperties(_machine.specs[index], index)
 
@@ -484,8 +505,9 @@ def _record_history(enabled=None, context=None, stacks="all", max_entries=1, **i
         allocator.record_history(on, max_entries=int(max_entries or 1))
 
 
-def _record_history_legacy(enabled, record_context=True, record_context_cpp=False, trace_alloc_max_entries=1,
-                           **ignored) -> None:
+def _record_history_legacy(
+    enabled, record_context=True, record_context_cpp=False, trace_alloc_max_entries=1, **ignored
+) -> None:
     for allocator in _machine.allocators:
         allocator.record_history(bool(enabled), max_entries=int(trace_alloc_max_entries or 1))
 
@@ -521,8 +543,10 @@ def _exchange(device) -> int:
 
 def _not_simulated(name: str, what: str) -> type:
     """A class in the place of a binding for what is not simulated: making one raises."""
+
     def refuse(*args, **kwargs):
         raise RuntimeError(f"{what} are not simulated on a simulated GPU ({name})")
+
     return type(name, (object,), {"__new__": refuse, "__init__": refuse})
 
 
@@ -539,7 +563,7 @@ def cuda_bindings() -> dict[str, Any]:
         "_cuda_maybeExchangeDevice": _exchange,
         "_cuda_getArchFlags": lambda: "sm_75 sm_80 sm_86 sm_90 sm_100 sm_120",
         "_cuda_getCompiledVersion": lambda: 12080,
-        "_cuda_synchronize": lambda: None,   # everything queued has run already
+        "_cuda_synchronize": lambda: None,  # everything queued has run already
         "_cuda_ipc_collect": lambda: None,
         "_cuda_sleep": lambda cycles: None,
         "_cuda_canDeviceAccessPeer": lambda device, peer_device: _index(device) != _index(peer_device),
@@ -556,8 +580,7 @@ def cuda_bindings() -> dict[str, Any]:
         "_cuda_setStream": _set_stream,
         "_cuda_memoryStats": _memory_stats,
         "_cuda_resetPeakMemoryStats": lambda device: _allocator(device).reset_peak_stats(),
-        "_cuda_resetAccumulatedMemoryStats":
-            lambda device: _allocator(device).reset_accumulated_stats(),
+        "_cuda_resetAccumulatedMemoryStats": lambda device: _allocator(device).reset_accumulated_stats(),
         "_cuda_emptyCache": _empty_cache,
         "_cuda_setMemoryFraction": _set_fraction,
         "_cuda_getMemoryFraction": lambda device: _allocator(device).fraction,
@@ -577,7 +600,7 @@ def cuda_bindings() -> dict[str, Any]:
     bindings["_CudaEventBase"] = _CudaEventBase
     bindings["_cudart"] = _CudaRT
     bindings["_cuda_getDeviceProperties"] = _get_device_properties
-    bindings["_has_cuda"] = True   # torch.backends.cuda.is_built(): a CUDA build
+    bindings["_has_cuda"] = True  # torch.backends.cuda.is_built(): a CUDA build
     # torch/cuda/graphs.py imports these from torch._C, and defines stand-ins for them only where
     # _CudaStreamBase is missing: without them `import torch.cuda` fails under the start-up hook.
     # CUDA graphs are not simulated: making one raises.
@@ -585,8 +608,9 @@ def cuda_bindings() -> dict[str, Any]:
     bindings["_graph_pool_handle"] = _not_simulated("_graph_pool_handle", "CUDA graphs")
     # torch/_inductor/cudagraph_trees.py imports these where torch.backends.cuda.is_built() (torch._dynamo.reset()
     # imports it): the allocator state CUDA graph trees checkpoint, which is not simulated either.
-    bindings["_cuda_CUDAAllocator_AllocatorState"] = _not_simulated("_cuda_CUDAAllocator_AllocatorState",
-                                                                    "CUDA graph memory pools")
+    bindings["_cuda_CUDAAllocator_AllocatorState"] = _not_simulated(
+        "_cuda_CUDAAllocator_AllocatorState", "CUDA graph memory pools"
+    )
     if not hasattr(torch._C, "_set_cached_tensors_enabled"):
         bindings["_set_cached_tensors_enabled"] = _bind("_set_cached_tensors_enabled", lambda enabled: None)
     return bindings
@@ -598,9 +622,10 @@ def accelerator_bindings() -> dict[str, Any]:
 
     def get_stream(device_index):
         import torch.cuda
+
         return torch.cuda.current_stream(_index(device_index))
 
-    def set_stream(Stream):   # the stub's name for it (torch/_C/__init__.pyi)
+    def set_stream(Stream):  # the stub's name for it (torch/_C/__init__.pyi)
         _set_stream(Stream.stream_id, Stream.device_index, Stream.device_type)
 
     # The stubs name these parameters device_index (torch/_C/__init__.pyi): the binding passes them by that name.
@@ -612,8 +637,20 @@ def accelerator_bindings() -> dict[str, Any]:
 
     def capability(device_index):
         props = _properties(_index(device_index))
-        dtypes = {torch.float32, torch.float64, torch.float16, torch.int8, torch.int16, torch.int32, torch.int64,
-                  torch.uint8, torch.bool, torch.complex64, torch.complex128, torch.bfloat16}
+        dtypes = {
+            torch.float32,
+            torch.float64,
+            torch.float16,
+            torch.int8,
+            torch.int16,
+            torch.int32,
+            torch.int64,
+            torch.uint8,
+            torch.bool,
+            torch.complex64,
+            torch.complex128,
+            torch.bfloat16,
+        }
         if (props.major, props.minor) >= (8, 9):
             dtypes |= {torch.float8_e4m3fn, torch.float8_e5m2}
         return {"supported_dtypes": sorted(dtypes, key=str)}
@@ -632,17 +669,19 @@ def accelerator_bindings() -> dict[str, Any]:
         "_accelerator_emptyCache": _empty_cache,
         "_accelerator_emptyHostCache": lambda: None,
         "_accelerator_getDeviceStats": device_stats,
-        "_accelerator_resetAccumulatedStats":
-            lambda device_index: _allocator(device_index).reset_accumulated_stats(),
+        "_accelerator_resetAccumulatedStats": lambda device_index: _allocator(device_index).reset_accumulated_stats(),
         "_accelerator_resetPeakStats": lambda device_index: _allocator(device_index).reset_peak_stats(),
         "_accelerator_getMemoryInfo": lambda device_index: _allocator(device_index).mem_get_info(),
         "_accelerator_hooks_device_count": lambda: node.device_count,
-        "_accelerator_deviceCount": lambda: node.device_count,          # torch 2.6's name for it
+        "_accelerator_deviceCount": lambda: node.device_count,  # torch 2.6's name for it
         "_accelerator_hooks_get_current_device": node.current_device,
         "_accelerator_hooks_set_current_device": lambda device_index: node.set_current_device(device_index),
         "_accelerator_hooks_exchange_device": exchange,
         "_accelerator_hooks_maybe_exchange_device": exchange,
         "_get_accelerator": lambda check=False: torch.device("cuda"),
     }
-    return {name: _bind(name, impl) for name, impl in functions.items() if hasattr(torch._C, name) or
-            stub_signature(name) is not None}
+    return {
+        name: _bind(name, impl)
+        for name, impl in functions.items()
+        if hasattr(torch._C, name) or stub_signature(name) is not None
+    }

@@ -21,19 +21,21 @@ from . import tensors
 
 __all__ = ["install", "reduce_tensor"]
 
-PRIORITY = 9   # before the CPU's tagger (10), which would call our host memory "cpu"
+PRIORITY = 9  # before the CPU's tagger (10), which would call our host memory "cpu"
 _installed = False
 _original_rebuild = None
 
 
-def reduce_tensor(tensor: "tensors.CudaTensor", protocol):
+def reduce_tensor(tensor: tensors.CudaTensor, protocol):
     """What ``pickle`` stores for a simulated GPU tensor: what it stores for a CUDA tensor."""
     inner = tensor._inner
     if getattr(tensor, "_is_param", False):
         return (torch._utils._rebuild_parameter, (tensor.detach(), tensor.requires_grad, OrderedDict()))
     storage = torch.storage.TypedStorage(wrap_storage=inner.untyped_storage(), dtype=inner.dtype, _internal=True)
-    return (torch._utils._rebuild_tensor_v2,
-            (storage, inner.storage_offset(), tuple(inner.size()), inner.stride(), tensor.requires_grad, OrderedDict()))
+    return (
+        torch._utils._rebuild_tensor_v2,
+        (storage, inner.storage_offset(), tuple(inner.size()), inner.stride(), tensor.requires_grad, OrderedDict()),
+    )
 
 
 def _tag(storage) -> str | None:
@@ -47,7 +49,7 @@ def _tag(storage) -> str | None:
 def _restore(storage, location: str):
     if not location.startswith("cuda") or tensors.runtime.machine() is None:
         return None
-    validate = getattr(torch.serialization, "_validate_device", None)   # the real check and message
+    validate = getattr(torch.serialization, "_validate_device", None)  # the real check and message
     device = validate(location, "cuda") if validate is not None else torch.serialization.validate_cuda_device(location)
     index = device.index if isinstance(device, torch.device) else device
     storage = getattr(storage, "_untyped_storage", storage)

@@ -39,11 +39,11 @@ __all__ = ["CudaTensor"]
 
 aten = torch.ops.aten
 CPU = torch.device("cpu")
-PRECHECK_BYTES = 16 * 2**20   # operands at least this large: the result's size is found on meta first
+PRECHECK_BYTES = 16 * 2**20  # operands at least this large: the result's size is found on meta first
 # (Always finding it costs ~0.35 ms an operation, more than the operation itself here. Below this, a result
 # far larger than its operands, as torch.outer of two vectors, is computed before the allocator is asked;
 # where the host cannot hold it at all, _refused_by_host still gives CUDA's OutOfMemoryError.)
-LAZY_BYTES = 16 * 2**20       # torch.empty at least this large: host pages are committed when first written
+LAZY_BYTES = 16 * 2**20  # torch.empty at least this large: host pages are committed when first written
 
 
 class Block:
@@ -101,7 +101,7 @@ def drain_frees() -> None:
         _free_lock.release()
 
 
-_blocks: "weakref.WeakValueDictionary[int, Block]" = weakref.WeakValueDictionary()
+_blocks: weakref.WeakValueDictionary[int, Block] = weakref.WeakValueDictionary()
 
 
 def _storage_key(inner: torch.Tensor) -> int:
@@ -135,13 +135,21 @@ class CudaTensor(torch.Tensor):
     _block: Block
 
     @staticmethod
-    def __new__(cls, inner: torch.Tensor, device: torch.device, block: Block | None = None,
-                requires_grad: bool = False):
+    def __new__(
+        cls, inner: torch.Tensor, device: torch.device, block: Block | None = None, requires_grad: bool = False
+    ):
         # storage_size: a view's untyped_storage() is its base's whole storage, as on a GPU
         wrapper = torch.Tensor._make_wrapper_subclass(
-            cls, inner.size(), strides=inner.stride(), storage_offset=inner.storage_offset(), dtype=inner.dtype,
-            layout=inner.layout, device=device, requires_grad=requires_grad,
-            storage_size=inner.untyped_storage().nbytes())
+            cls,
+            inner.size(),
+            strides=inner.stride(),
+            storage_offset=inner.storage_offset(),
+            dtype=inner.dtype,
+            layout=inner.layout,
+            device=device,
+            requires_grad=requires_grad,
+            storage_size=inner.untyped_storage().nbytes(),
+        )
         wrapper._inner = inner
         wrapper._block = _block_for(inner, device.index, block)
         return wrapper
@@ -156,6 +164,7 @@ class CudaTensor(torch.Tensor):
     def __reduce_ex__(self, protocol):
         # Saved as a CUDA tensor is: its storage is tagged "cuda:i" (see gpulab.simulated.serialization).
         from .serialization import reduce_tensor
+
         return reduce_tensor(self, protocol)
 
     def __repr__(self, *, tensor_contents=None):
@@ -168,7 +177,7 @@ class CudaTensor(torch.Tensor):
         name = type(self).__name__
         for prefix, closing in ((f"Parameter({name}(", ")"), (f"{name}(", "")):
             if text.startswith(prefix):
-                lines = text[len(prefix):len(text) - len(closing)].split("\n")
+                lines = text[len(prefix) : len(text) - len(closing)].split("\n")
                 # continuation lines are aligned as under f"{name}(" (a Parameter's too): under "tensor(" now
                 shift = " " * (len(name) - len("tensor"))
                 lines = ["tensor(" + lines[0]] + [line.removeprefix(shift) for line in lines[1:]]
@@ -178,11 +187,13 @@ class CudaTensor(torch.Tensor):
 
     def numpy(self, *, force: bool = False):
         # torch/csrc/utils/tensor_numpy.cpp, tensor_to_numpy
-        raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the "
-                        f"tensor to host memory first.")
+        raise TypeError(
+            f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the "
+            f"tensor to host memory first."
+        )
 
     def __format__(self, format_spec):
-        if self.dim() == 0:   # as torch.Tensor.__format__ does for a plain tensor
+        if self.dim() == 0:  # as torch.Tensor.__format__ does for a plain tensor
             node = runtime.machine()
             node.synchronizing("print")
             with node.quiet():
@@ -225,6 +236,7 @@ class CudaTensor(torch.Tensor):
 
         try:
             from torch._inductor.codecache import extract_tensor_metadata_for_cache_key
+
             metadata = extract_tensor_metadata_for_cache_key(self)
         except (ImportError, AttributeError, TypeError):
             metadata = (self.dtype, tuple(self.shape), self.stride(), str(self.device), self.requires_grad)
@@ -250,13 +262,26 @@ def _wrap(inner: torch.Tensor, device: torch.device, block: Block | None = None)
 
 # ----------------------------------------------------------------- which device an operation runs on
 
+
 def _is_cpu_scalar(value) -> bool:
-    return isinstance(value, torch.Tensor) and not isinstance(value, CudaTensor) and value.device.type == "cpu" \
+    return (
+        isinstance(value, torch.Tensor)
+        and not isinstance(value, CudaTensor)
+        and value.device.type == "cpu"
         and value.dim() == 0
+    )
 
 
-_MIXED_OK = {aten.copy_.default, aten._to_copy.default, aten._foreach_copy_.default, aten.index.Tensor,
-             aten.index_put_.default, aten._index_put_impl_.default, aten.index_put.default, aten.set_.source_Tensor}
+_MIXED_OK = {
+    aten.copy_.default,
+    aten._to_copy.default,
+    aten._foreach_copy_.default,
+    aten.index.Tensor,
+    aten.index_put_.default,
+    aten._index_put_impl_.default,
+    aten.index_put.default,
+    aten.set_.source_Tensor,
+}
 
 
 def _common_device(func, flat, args=(), kwargs=None) -> torch.device:
@@ -275,8 +300,10 @@ def _common_device(func, flat, args=(), kwargs=None) -> torch.device:
             continue
         if torch.Tag.pointwise not in func.tags:
             _argument_device_check(func, args, kwargs)
-        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                           f"{common} and {value.device}!")
+        raise RuntimeError(
+            f"Expected all tensors to be on the same device, but found at least two devices, "
+            f"{common} and {value.device}!"
+        )
     return common
 
 
@@ -289,9 +316,9 @@ def _argument_device_check(func, args, kwargs) -> None:
     does, naming the argument after it."""
     kwargs = kwargs or {}
     common = None
-    values = list(args) + [kwargs.get(argument.name) for argument in func._schema.arguments[len(args):]]
+    values = list(args) + [kwargs.get(argument.name) for argument in func._schema.arguments[len(args) :]]
     for argument, value in zip(func._schema.arguments, values):
-        for tensor in (value if isinstance(value, (list, tuple)) else [value]):
+        for tensor in value if isinstance(value, (list, tuple)) else [value]:
             if not isinstance(tensor, torch.Tensor):
                 continue
             if common is None:
@@ -300,12 +327,16 @@ def _argument_device_check(func, args, kwargs) -> None:
                 name = func._schema.name.split("::")[-1]
                 method = name if func._overloadname == "default" else f"{name}_{func._overloadname}"
                 if _names_the_argument_first():
-                    raise RuntimeError(f"Expected all tensors to be on the same device, but got {argument.name} is "
-                                       f"on {tensor.device}, different from other tensors on {common} (when checking "
-                                       f"argument in method wrapper_CUDA_{method})")
-                raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                                   f"{common} and {tensor.device}! (when checking argument for argument "
-                                   f"{argument.name} in method wrapper_CUDA_{method})")
+                    raise RuntimeError(
+                        f"Expected all tensors to be on the same device, but got {argument.name} is "
+                        f"on {tensor.device}, different from other tensors on {common} (when checking "
+                        f"argument in method wrapper_CUDA_{method})"
+                    )
+                raise RuntimeError(
+                    f"Expected all tensors to be on the same device, but found at least two devices, "
+                    f"{common} and {tensor.device}! (when checking argument for argument "
+                    f"{argument.name} in method wrapper_CUDA_{method})"
+                )
 
 
 @functools.lru_cache(maxsize=1)
@@ -321,7 +352,8 @@ def _names_the_argument_first() -> bool:
 
 # ----------------------------------------------------------------- running an operation
 
-@functools.lru_cache(maxsize=None)
+
+@functools.cache
 def _takes_generator(func) -> bool:
     return any(argument.name == "generator" for argument in func._schema.arguments)
 
@@ -348,9 +380,19 @@ def _nbytes(value) -> int:
 
 
 # Operations whose result can be far larger than their operands: always sized first.
-_GROWING = {aten.repeat.default, aten.tile.default, aten.new_empty.default, aten.new_zeros.default,
-            aten.new_ones.default, aten.new_full.default, aten.new_empty_strided.default, aten.outer.default,
-            aten.kron.default, aten.repeat_interleave.self_int, aten.repeat_interleave.self_Tensor}
+_GROWING = {
+    aten.repeat.default,
+    aten.tile.default,
+    aten.new_empty.default,
+    aten.new_zeros.default,
+    aten.new_ones.default,
+    aten.new_full.default,
+    aten.new_empty_strided.default,
+    aten.outer.default,
+    aten.kron.default,
+    aten.repeat_interleave.self_int,
+    aten.repeat_interleave.self_Tensor,
+}
 
 
 def _meta(value):
@@ -368,13 +410,16 @@ def _meta_result(func, args, kwargs):
     new memory, on a GPU as here.
     """
     meta_args, meta_kwargs = tree_map(_meta, args), tree_map(_meta, kwargs)
-    operands = {t.untyped_storage()._cdata for t in tree_flatten((meta_args, meta_kwargs))[0]
-                if isinstance(t, torch.Tensor)}
+    operands = {
+        t.untyped_storage()._cdata for t in tree_flatten((meta_args, meta_kwargs))[0] if isinstance(t, torch.Tensor)
+    }
     try:
         out = func(*meta_args, **meta_kwargs)
-    except Exception:   # no meta kernel, or a data-dependent size: find out after the CPU ran it
+    except Exception:  # no meta kernel, or a data-dependent size: find out after the CPU ran it
         return None
-    return [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor) and t.untyped_storage()._cdata not in operands]
+    return [
+        t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor) and t.untyped_storage()._cdata not in operands
+    ]
 
 
 def _result_bytes(func, args, kwargs) -> int:
@@ -393,14 +438,16 @@ def _refused_by_host(func, args, kwargs, index: int, error: Exception):
     otherwise this machine's RAM is what is missing, and the error says so."""
     needed = _result_bytes(func, args, kwargs)
     if needed:
-        block = _allocate(index, needed)   # raises torch.OutOfMemoryError, as the card would
+        block = _allocate(index, needed)  # raises torch.OutOfMemoryError, as the card would
         del block
     _host_error(index, needed, error)
 
 
 def _host_error(index: int, needed: int, error: Exception):
-    raise RuntimeError(f"the simulated GPU cuda:{index} holds its values in this machine's memory, which cannot "
-                       f"hold the {needed} bytes this operation makes (the GPU has room for them)") from error
+    raise RuntimeError(
+        f"the simulated GPU cuda:{index} holds its values in this machine's memory, which cannot "
+        f"hold the {needed} bytes this operation makes (the GPU has room for them)"
+    ) from error
 
 
 def _lazy_host(meta: torch.Tensor) -> torch.Tensor:
@@ -413,9 +460,10 @@ def _lazy_host(meta: torch.Tensor) -> torch.Tensor:
     """
     nbytes = meta.untyped_storage().nbytes()
     flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_NORESERVE", _MAP_NORESERVE)
-    pages = torch.frombuffer(mmap.mmap(-1, nbytes, flags=flags), dtype=torch.uint8)   # keeps the mapping alive
-    return torch.empty(0, dtype=meta.dtype).set_(pages.untyped_storage(), meta.storage_offset(), meta.size(),
-                                                 meta.stride())
+    pages = torch.frombuffer(mmap.mmap(-1, nbytes, flags=flags), dtype=torch.uint8)  # keeps the mapping alive
+    return torch.empty(0, dtype=meta.dtype).set_(
+        pages.untyped_storage(), meta.storage_offset(), meta.size(), meta.stride()
+    )
 
 
 # Python's mmap module names MAP_NORESERVE from 3.13 on; Linux's value (asm-generic/mman-common.h) before.
@@ -433,8 +481,9 @@ def _check_float8_matmul(node, func, index: int) -> None:
     if spec.major >= 9 or (spec.major, spec.minor) == (8, 9):
         return
     error = RuntimeError if func in (aten._scaled_mm.default, aten._scaled_mm.out) else NotImplementedError
-    raise error("torch._scaled_mm is only supported on CUDA devices with compute capability >= 9.0 or 8.9, "
-                "or ROCm MI300+")
+    raise error(
+        "torch._scaled_mm is only supported on CUDA devices with compute capability >= 9.0 or 8.9, or ROCm MI300+"
+    )
 
 
 def _check_not_forked(node) -> None:
@@ -462,24 +511,29 @@ def _in_float(func):
     """``_softmax``/``_log_softmax`` with ``half_to_float``: a CUDA kernel reads half and writes float; the
     CPU's refuses ("softmax with half to float conversion is not supported on CPU"). Autocast asks for
     it on CUDA (``softmax(x, dim, dtype=torch.float32)`` of a float16 ``x``)."""
+
     def host(x, dim, half_to_float):
         return func(x.float() if half_to_float else x, dim, False)
+
     return host
 
 
 def _backward_from_float(func):
     """Their backward: float gradients in, the gradient of the half input out."""
+
     def host(grad_output, output, dim, input_dtype):
         return func(grad_output, output, dim, grad_output.dtype).to(input_dtype)
+
     return host
 
 
 # Kernels CUDA has and the CPU lacks: the host computation that gives the same result.
-_HOST_EQUIVALENTS = {aten._softmax.default: _in_float(aten._softmax.default),
-                     aten._log_softmax.default: _in_float(aten._log_softmax.default),
-                     aten._softmax_backward_data.default: _backward_from_float(aten._softmax_backward_data.default),
-                     aten._log_softmax_backward_data.default:
-                         _backward_from_float(aten._log_softmax_backward_data.default)}
+_HOST_EQUIVALENTS = {
+    aten._softmax.default: _in_float(aten._softmax.default),
+    aten._log_softmax.default: _in_float(aten._log_softmax.default),
+    aten._softmax_backward_data.default: _backward_from_float(aten._softmax_backward_data.default),
+    aten._log_softmax_backward_data.default: _backward_from_float(aten._log_softmax_backward_data.default),
+}
 
 
 def _compute(func, *args, **kwargs):
@@ -495,6 +549,7 @@ def _compute(func, *args, **kwargs):
         return func(*args, **kwargs)
     if _unprofiled is None:
         import concurrent.futures
+
         _unprofiled = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="gpulab-simulated-gpu")
     return _unprofiled.submit(func, *args, **kwargs).result()
 
@@ -524,7 +579,7 @@ def _dispatch(func, args, kwargs):
     if target.type == "cuda" and (func in _GROWING or sum(_nbytes(v) for v in flat) >= PRECHECK_BYTES):
         needed = _result_bytes(func, args, kwargs)
         if needed:
-            block = _allocate(target.index, needed)   # raises OutOfMemoryError before the CPU works
+            block = _allocate(target.index, needed)  # raises OutOfMemoryError before the CPU works
     try:
         out = _compute(_HOST_EQUIVALENTS.get(func, func), *inner_args, **inner_kwargs)
     except RuntimeError as error:
@@ -552,7 +607,7 @@ def _rewrap(out, args, kwargs, inner_args, inner_kwargs, target, block=None):
         if target.type != "cuda":
             return value
         nonlocal block
-        reserved, block = block, None   # a block taken before the work goes to the first new tensor
+        reserved, block = block, None  # a block taken before the work goes to the first new tensor
         return _wrap(value, target, reserved)
 
     return tree_map(rewrap, out)
@@ -571,15 +626,25 @@ def _follow_resize(wrapper: CudaTensor) -> None:
     storage's new size is taken from the simulated allocator, as a resize on a GPU takes a new block.
     """
     inner = wrapper._inner
-    if (wrapper.shape == inner.shape and wrapper.stride() == inner.stride()
-            and wrapper.storage_offset() == inner.storage_offset()):
+    if (
+        wrapper.shape == inner.shape
+        and wrapper.stride() == inner.stride()
+        and wrapper.storage_offset() == inner.storage_offset()
+    ):
         return
     with torch._C.DisableTorchFunctionSubclass():
-        sized = torch.Tensor._make_wrapper_subclass(CudaTensor, inner.size(), strides=inner.stride(),
-                                                    storage_offset=inner.storage_offset(), dtype=inner.dtype,
-                                                    device=wrapper.device, storage_size=inner.untyped_storage().nbytes())
-    aten.set_.source_Storage_storage_offset.redispatch(_CPU_KEYS, wrapper, sized.untyped_storage(),
-                                                       inner.storage_offset(), inner.size(), inner.stride())
+        sized = torch.Tensor._make_wrapper_subclass(
+            CudaTensor,
+            inner.size(),
+            strides=inner.stride(),
+            storage_offset=inner.storage_offset(),
+            dtype=inner.dtype,
+            device=wrapper.device,
+            storage_size=inner.untyped_storage().nbytes(),
+        )
+    aten.set_.source_Storage_storage_offset.redispatch(
+        _CPU_KEYS, wrapper, sized.untyped_storage(), inner.storage_offset(), inner.size(), inner.stride()
+    )
     wrapper._block = _block_for(inner, wrapper.device.index, wrapper._block)
 
 
@@ -587,11 +652,19 @@ def _has_mask(args) -> bool:
     return any(isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in (args[1] or ()))
 
 
-_SYNCHRONISING = {aten.nonzero.default, aten.masked_select.default, aten._unique2.default, aten.unique_dim.default,
-                  aten.unique_consecutive.default, aten.repeat_interleave.Tensor, aten.is_nonzero.default}
+_SYNCHRONISING = {
+    aten.nonzero.default,
+    aten.masked_select.default,
+    aten._unique2.default,
+    aten.unique_dim.default,
+    aten.unique_consecutive.default,
+    aten.repeat_interleave.Tensor,
+    aten.is_nonzero.default,
+}
 
 
 # ----------------------------------------------------------------- copies and reads
+
 
 def _to_copy(node, source, **kwargs):
     device = kwargs.get("device") or source.device
@@ -615,7 +688,7 @@ def _copy_(node, target, source, non_blocking=False):
     if isinstance(target, CudaTensor) and isinstance(source, CudaTensor):
         _compute(aten.copy_.default, target._inner, source._inner, non_blocking)
         return target
-    if isinstance(target, CudaTensor):   # host to device
+    if isinstance(target, CudaTensor):  # host to device
         if not non_blocking:
             node.synchronizing("copy to device")
         _compute(aten.copy_.default, target._inner, source, non_blocking)
@@ -642,6 +715,7 @@ _SPECIAL = {
 
 # ----------------------------------------------------------------- tensors made for a GPU
 
+
 def cuda_kernels() -> dict:
     """Kernels for the CUDA key, where the fallback (:func:`_factory`) is not enough.
 
@@ -653,24 +727,28 @@ def cuda_kernels() -> dict:
       trampoline in torch/csrc/utils/python_dispatch.cpp finds only kernels registered per operator),
       and on a torch built with CUDA these have kernels of their own, which would ask a GPU it lacks.
     """
+
     def kernel(op):
         return lambda *args, **kwargs: _dispatch(op, args, kwargs)
 
     def factory(op):
         return lambda *args, **kwargs: _factory(op, *args, **kwargs)
 
-    return {"copy_": kernel(aten.copy_.default), "_local_scalar_dense": kernel(aten._local_scalar_dense.default),
-            "empty.memory_format": factory(aten.empty.memory_format),
-            "empty_strided": factory(aten.empty_strided.default),
-            "tril_indices": factory(aten.tril_indices.default),
-            "triu_indices": factory(aten.triu_indices.default)}
+    return {
+        "copy_": kernel(aten.copy_.default),
+        "_local_scalar_dense": kernel(aten._local_scalar_dense.default),
+        "empty.memory_format": factory(aten.empty.memory_format),
+        "empty_strided": factory(aten.empty_strided.default),
+        "tril_indices": factory(aten.tril_indices.default),
+        "triu_indices": factory(aten.triu_indices.default),
+    }
 
 
 def _factory(op, *args, **kwargs):
     """The CUDA dispatch key's fallback: an operation with no GPU operand that makes a GPU tensor."""
     node = runtime.machine()
     if any(isinstance(value, CudaTensor) for value in tree_flatten((args, kwargs))[0]):
-        return _dispatch(op, args, kwargs)   # reached with the Python key excluded
+        return _dispatch(op, args, kwargs)  # reached with the Python key excluded
     if node is None or not node.active:
         # The machine was switched off; torch's C++ asks torch.cuda._lazy_init only once per process.
         raise AssertionError("Torch not compiled with CUDA enabled")
@@ -684,17 +762,17 @@ def _factory(op, *args, **kwargs):
         kwargs["pin_memory"] = False
     leaves = _meta_result(op, args, dict(kwargs, device=torch.device("meta"))) or []
     needed = sum(t.untyped_storage().nbytes() for t in leaves)
-    block = _allocate(index, needed) if needed else None   # out of memory before any host memory is used
+    block = _allocate(index, needed) if needed else None  # out of memory before any host memory is used
     if _takes_generator(op) and kwargs.get("generator") is None:
         kwargs["generator"] = _generator(index)
     if op in _LAZY_FACTORIES and needed >= LAZY_BYTES and len(leaves) == 1:
-        out = _lazy_host(leaves[0])   # torch.empty: memory the GPU holds but nothing has written
+        out = _lazy_host(leaves[0])  # torch.empty: memory the GPU holds but nothing has written
     else:
         try:
             out = _compute(op, *args, **kwargs)
         except RuntimeError as error:
             if _host_too_small(error):
-                _host_error(index, needed, error)   # the card had room: the block is taken
+                _host_error(index, needed, error)  # the card had room: the block is taken
             raise
     target = torch.device("cuda", index)
     return tree_map(lambda t: _wrap(t, target, block) if isinstance(t, torch.Tensor) else t, out)

@@ -3,7 +3,9 @@ exactly the checks that enforce the constraints named beside them. See test_answ
 
 RIGHT = {
     "intensity": [
-        ("element_size of an empty tensor, step by step", '''
+        (
+            "element_size of an empty tensor, step by step",
+            """
 def conv2d_intensity(batch, in_channels, out_channels, size, kernel, dtype=torch.float32):
     nbytes = torch.empty((), dtype=dtype).element_size()
     products = batch * out_channels * size**2 * in_channels * kernel**2
@@ -18,8 +20,11 @@ def chain_intensity(length, fused, dtype=torch.float32):
     if fused:
         return length / (2 * nbytes)
     return 1 / (2 * nbytes)
-'''),
-        ("finfo bits, flops and bytes apart", '''
+""",
+        ),
+        (
+            "finfo bits, flops and bytes apart",
+            """
 def conv2d_intensity(batch, in_channels, out_channels, size, kernel, dtype=torch.float32):
     width = torch.finfo(dtype).bits // 8
     flops = 2.0 * batch * out_channels * size * size * in_channels * kernel * kernel
@@ -33,8 +38,11 @@ def chain_intensity(length, fused, dtype=torch.float32):
     flops = length
     moved = 2 * width if fused else 2 * width * length
     return flops / moved
-'''),
-        ("per element of the output", '''
+""",
+        ),
+        (
+            "per element of the output",
+            """
 def conv2d_intensity(batch, in_channels, out_channels, size, kernel, dtype=torch.float32):
     per_output = 2 * in_channels * kernel * kernel
     outputs = batch * out_channels * size * size
@@ -45,8 +53,11 @@ def conv2d_intensity(batch, in_channels, out_channels, size, kernel, dtype=torch
 def chain_intensity(length, fused, dtype=torch.float32):
     reads_and_writes = 2 if fused else 2 * length
     return float(length) / (reads_and_writes * dtype.itemsize)
-'''),
-        ("0-dim tensors turned into floats, a helper for the bytes", '''
+""",
+        ),
+        (
+            "0-dim tensors turned into floats, a helper for the bytes",
+            """
 import torch as t
 
 def _bytes(dtype):
@@ -63,10 +74,13 @@ def conv2d_intensity(batch, in_channels, out_channels, size, kernel, dtype=t.flo
 def chain_intensity(length, fused, dtype=t.float32):
     trips = 1 if fused else length
     return float(length / (trips * 2 * _bytes(dtype)))
-'''),
+""",
+        ),
     ],
     "amdahl": [
-        ("search upwards, with the limit first", '''
+        (
+            "search upwards, with the limit first",
+            """
 def parallel_fraction(speedup, processors):
     return (1 / speedup - 1) / (1 / processors - 1)
 
@@ -78,8 +92,11 @@ def processors_needed(target, p):
     while 1 / ((1 - p) + p / n) < target:
         n += 1
     return n
-'''),
-        ("closed form, ceil", '''
+""",
+        ),
+        (
+            "closed form, ceil",
+            """
 import math
 
 def parallel_fraction(speedup, processors):
@@ -91,8 +108,11 @@ def processors_needed(target, p):
     if 1 / target <= serial:
         return None
     return max(1, math.ceil(p / (1 / target - serial) - 1e-9))
-'''),
-        ("search with a cap", '''
+""",
+        ),
+        (
+            "search with a cap",
+            """
 def parallel_fraction(speedup, processors):
     n = processors
     return n * (speedup - 1) / (speedup * (n - 1))
@@ -103,8 +123,11 @@ def processors_needed(target, p):
         if 1 / ((1 - p) + p / n) >= target:
             return n
     return None
-'''),
-        ("solved for N, the limit as a product", '''
+""",
+        ),
+        (
+            "solved for N, the limit as a product",
+            """
 from math import ceil
 
 def parallel_fraction(speedup, processors):
@@ -117,8 +140,11 @@ def processors_needed(target, p):
     if target * (1 - p) >= 1:
         return None
     return ceil(p * target / (1 - target * (1 - p)))
-'''),
-        ("numpy, a helper for S(N), a while loop", '''
+""",
+        ),
+        (
+            "numpy, a helper for S(N), a while loop",
+            """
 import numpy as np
 
 def speedup(n, p):
@@ -137,10 +163,13 @@ def processors_needed(target, p):
     while speedup(n, p) < target:
         n += 1
     return n
-'''),
+""",
+        ),
     ],
     "bound": [
-        ("times compared", '''
+        (
+            "times compared",
+            """
 def bound_by(flops, bytes_moved, peak_flops, bandwidth, overhead_s):
     t_compute = flops / peak_flops
     t_memory = bytes_moved / bandwidth
@@ -149,32 +178,44 @@ def bound_by(flops, bytes_moved, peak_flops, bandwidth, overhead_s):
     if t_memory >= t_compute:
         return "memory"
     return "compute"
-'''),
-        ("intensity against the ridge", '''
+""",
+        ),
+        (
+            "intensity against the ridge",
+            """
 def bound_by(flops, bytes_moved, peak_flops, bandwidth, overhead_s):
     if overhead_s > max(flops / peak_flops, bytes_moved / bandwidth):
         return "overhead"
     ridge = peak_flops / bandwidth
     intensity = flops / bytes_moved
     return "compute" if intensity > ridge else "memory"
-'''),
-        ("the longest of three", '''
+""",
+        ),
+        (
+            "the longest of three",
+            """
 def bound_by(flops, bytes_moved, peak_flops, bandwidth, overhead_s):
     times = {"compute": flops / peak_flops, "memory": bytes_moved / bandwidth}
     slowest = "memory" if times["memory"] >= times["compute"] else "compute"
     return "overhead" if overhead_s > times[slowest] else slowest
-'''),
-        ("cross-multiplied, no division", '''
+""",
+        ),
+        (
+            "cross-multiplied, no division",
+            """
 def bound_by(flops, bytes_moved, peak_flops, bandwidth, overhead_s):
     if overhead_s * peak_flops > flops and overhead_s * bandwidth > bytes_moved:
         return "overhead"
     if bytes_moved * peak_flops >= flops * bandwidth:
         return "memory"
     return "compute"
-'''),
+""",
+        ),
     ],
     "timer": [
-        ("perf_counter and gpulab.synchronize", '''
+        (
+            "perf_counter and gpulab.synchronize",
+            """
 def time_on_device(fn, device, warmup=3, repeats=10):
     for _ in range(warmup):
         fn()
@@ -186,8 +227,11 @@ def time_on_device(fn, device, warmup=3, repeats=10):
         gpulab.synchronize(device)
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
-'''),
-        ("CUDA events on CUDA, a stopwatch elsewhere", '''
+""",
+        ),
+        (
+            "CUDA events on CUDA, a stopwatch elsewhere",
+            """
 def time_on_device(fn, device, warmup=3, repeats=10):
     device = torch.device(device)
     for _ in range(warmup):
@@ -207,8 +251,11 @@ def time_on_device(fn, device, warmup=3, repeats=10):
             samples.append(time.perf_counter() - t0)
     samples.sort()
     return float(samples[len(samples) // 2])
-'''),
-        ("torch.accelerator, nanoseconds, numpy's median", '''
+""",
+        ),
+        (
+            "torch.accelerator, nanoseconds, numpy's median",
+            """
 import numpy as np
 
 def time_on_device(fn, device, warmup=3, repeats=10):
@@ -225,8 +272,11 @@ def time_on_device(fn, device, warmup=3, repeats=10):
         wait()
         times.append((time.perf_counter_ns() - t0) / 1e9)
     return float(np.median(times))
-'''),
-        ("names imported from time and statistics, torch.cuda only on CUDA", '''
+""",
+        ),
+        (
+            "names imported from time and statistics, torch.cuda only on CUDA",
+            """
 from time import perf_counter
 from statistics import median as middle
 
@@ -247,8 +297,11 @@ def time_on_device(fn, device, warmup=3, repeats=10):
         wait()
         samples.append(perf_counter() - t0)
     return middle(samples)
-'''),
-        ("the median by hand, lower middle for an even count", '''
+""",
+        ),
+        (
+            "the median by hand, lower middle for an even count",
+            """
 def time_on_device(fn, device, warmup=3, repeats=10):
     for _ in range(warmup):
         fn()
@@ -261,24 +314,25 @@ def time_on_device(fn, device, warmup=3, repeats=10):
         samples.append((time.perf_counter_ns() - start) * 1e-9)
     samples = sorted(samples)
     return samples[(len(samples) - 1) // 2]
-'''),
+""",
+        ),
     ],
 }
 
-_INTENSITY = '''
+_INTENSITY = """
 def conv2d_intensity(batch, in_channels, out_channels, size, kernel, dtype=torch.float32):
     flops = 2 * batch * out_channels * size * size * in_channels * kernel * kernel
     moved = dtype.itemsize * (batch * in_channels * size * size + out_channels * in_channels * kernel * kernel
                               + batch * out_channels * size * size)
     return flops / moved
-'''
+"""
 
-_FRACTION = '''
+_FRACTION = """
 def parallel_fraction(speedup, processors):
     return (1 - 1 / speedup) / (1 - 1 / processors)
-'''
+"""
 
-_TIMED = '''
+_TIMED = """
     samples = []
     for _ in range(repeats):
         gpulab.synchronize(device)
@@ -286,11 +340,13 @@ _TIMED = '''
         fn()
         gpulab.synchronize(device)
         samples.append(time.perf_counter() - start)
-'''
+"""
 
 WRONG = {
     "intensity": [
-        ("one FLOP per product", '''
+        (
+            "one FLOP per product",
+            """
 def conv2d_intensity(batch, in_channels, out_channels, size, kernel, dtype=torch.float32):
     flops = batch * out_channels * size * size * in_channels * kernel * kernel
     moved = dtype.itemsize * (batch * in_channels * size * size + out_channels * in_channels * kernel * kernel
@@ -300,8 +356,13 @@ def conv2d_intensity(batch, in_channels, out_channels, size, kernel, dtype=torch
 
 def chain_intensity(length, fused, dtype=torch.float32):
     return length / (2 * dtype.itemsize * (1 if fused else length))
-''', "conv-flops", False),
-        ("forgets the filters", '''
+""",
+            "conv-flops",
+            False,
+        ),
+        (
+            "forgets the filters",
+            """
 def conv2d_intensity(batch, in_channels, out_channels, size, kernel, dtype=torch.float32):
     flops = 2 * batch * out_channels * size * size * in_channels * kernel * kernel
     moved = dtype.itemsize * (batch * in_channels * size * size + batch * out_channels * size * size)
@@ -310,8 +371,13 @@ def conv2d_intensity(batch, in_channels, out_channels, size, kernel, dtype=torch
 
 def chain_intensity(length, fused, dtype=torch.float32):
     return length / (2 * dtype.itemsize * (1 if fused else length))
-''', "conv-bytes", False),
-        ("always four bytes", '''
+""",
+            "conv-bytes",
+            False,
+        ),
+        (
+            "always four bytes",
+            """
 def conv2d_intensity(batch, in_channels, out_channels, size, kernel, dtype=torch.float32):
     flops = 2 * batch * out_channels * size * size * in_channels * kernel * kernel
     moved = 4 * (batch * in_channels * size * size + out_channels * in_channels * kernel * kernel
@@ -321,32 +387,61 @@ def conv2d_intensity(batch, in_channels, out_channels, size, kernel, dtype=torch
 
 def chain_intensity(length, fused, dtype=torch.float32):
     return length / (8 * (1 if fused else length))
-''', "intensity-dtype", True),
-        ("the fused chain in float32 bytes whatever the dtype", _INTENSITY + '''
+""",
+            "intensity-dtype",
+            True,
+        ),
+        (
+            "the fused chain in float32 bytes whatever the dtype",
+            _INTENSITY
+            + """
 
 def chain_intensity(length, fused, dtype=torch.float32):
     if fused:
         return length / 8
     return 1 / (2 * dtype.itemsize)
-''', "intensity-dtype", False),
-        ("an unfused chain that only reads", _INTENSITY + '''
+""",
+            "intensity-dtype",
+            False,
+        ),
+        (
+            "an unfused chain that only reads",
+            _INTENSITY
+            + """
 
 def chain_intensity(length, fused, dtype=torch.float32):
     if fused:
         return length / (2 * dtype.itemsize)
     return 1 / dtype.itemsize
-''', "chain-unfused", False),
-        ("fusing changes nothing", _INTENSITY + '''
+""",
+            "chain-unfused",
+            False,
+        ),
+        (
+            "fusing changes nothing",
+            _INTENSITY
+            + """
 
 def chain_intensity(length, fused, dtype=torch.float32):
     return 1 / (2 * dtype.itemsize)
-''', "chain-fused", False),
-        ("two FLOPs per elementwise operation", _INTENSITY + '''
+""",
+            "chain-fused",
+            False,
+        ),
+        (
+            "two FLOPs per elementwise operation",
+            _INTENSITY
+            + """
 
 def chain_intensity(length, fused, dtype=torch.float32):
     return 2 * length / (2 * dtype.itemsize * (1 if fused else length))
-''', "chain-flops", False),
-        ("0-dim tensors, not floats", '''
+""",
+            "chain-flops",
+            False,
+        ),
+        (
+            "0-dim tensors, not floats",
+            """
 def conv2d_intensity(batch, in_channels, out_channels, size, kernel, dtype=torch.float32):
     flops = torch.tensor(2.0 * batch * out_channels * size * size * in_channels * kernel * kernel)
     moved = dtype.itemsize * (batch * in_channels * size * size + out_channels * in_channels * kernel * kernel
@@ -356,10 +451,15 @@ def conv2d_intensity(batch, in_channels, out_channels, size, kernel, dtype=torch
 
 def chain_intensity(length, fused, dtype=torch.float32):
     return torch.tensor(float(length)) / (2 * dtype.itemsize * (1 if fused else length))
-''', "intensity-float", False),
+""",
+            "intensity-float",
+            False,
+        ),
     ],
     "amdahl": [
-        ("speed-up over processors, not Amdahl", '''
+        (
+            "speed-up over processors, not Amdahl",
+            """
 import math
 
 def parallel_fraction(speedup, processors):
@@ -370,30 +470,54 @@ def processors_needed(target, p):
     if target >= 1 / (1 - p):
         return None
     return max(1, math.ceil(p / (1 / target - (1 - p))))
-''', "amdahl-fraction", False),
-        ("rounds to the nearest", _FRACTION + '''
+""",
+            "amdahl-fraction",
+            False,
+        ),
+        (
+            "rounds to the nearest",
+            _FRACTION
+            + """
 
 def processors_needed(target, p):
     if target >= 1 / (1 - p):
         return None
     return max(1, round(p / (1 / target - (1 - p))))
-''', "amdahl-smallest", False),
-        ("a float, not a count", _FRACTION + '''
+""",
+            "amdahl-smallest",
+            False,
+        ),
+        (
+            "a float, not a count",
+            _FRACTION
+            + """
 
 def processors_needed(target, p):
     if target >= 1 / (1 - p):
         return None
     return max(1.0, p / (1 / target - (1 - p)))
-''', "amdahl-smallest", False),
-        ("more than the target, not at least", _FRACTION + '''
+""",
+            "amdahl-smallest",
+            False,
+        ),
+        (
+            "more than the target, not at least",
+            _FRACTION
+            + """
 import math
 
 def processors_needed(target, p):
     if target >= 1 / (1 - p):
         return None
     return max(1, math.floor(p / (1 / target - (1 - p))) + 1)
-''', "amdahl-reaches", False),
-        ("searches while S(N) <= target", _FRACTION + '''
+""",
+            "amdahl-reaches",
+            False,
+        ),
+        (
+            "searches while S(N) <= target",
+            _FRACTION
+            + """
 
 def processors_needed(target, p):
     if target >= 1 / (1 - p):
@@ -402,84 +526,147 @@ def processors_needed(target, p):
     while 1 / ((1 - p) + p / n) <= target:
         n += 1
     return n
-''', "amdahl-reaches", False),
-        ("closed form without the limit", _FRACTION + '''
+""",
+            "amdahl-reaches",
+            False,
+        ),
+        (
+            "closed form without the limit",
+            _FRACTION
+            + """
 import math
 
 def processors_needed(target, p):
     return max(1, math.ceil(p / (1 / target - (1 - p))))
-''', "amdahl-none", False),
-        ("beyond the limit, not at it", _FRACTION + '''
+""",
+            "amdahl-none",
+            False,
+        ),
+        (
+            "beyond the limit, not at it",
+            _FRACTION
+            + """
 import math
 
 def processors_needed(target, p):
     if target > 1 / (1 - p):
         return None
     return max(1, math.ceil(p / (1 / target - (1 - p))))
-''', "amdahl-at-limit", False),
-        ("searches for ever", _FRACTION + '''
+""",
+            "amdahl-at-limit",
+            False,
+        ),
+        (
+            "searches for ever",
+            _FRACTION
+            + """
 
 def processors_needed(target, p):
     n = 1
     while 1 / ((1 - p) + p / n) < target:
         n += 1
     return n
-''', "amdahl-prompt", False),
+""",
+            "amdahl-prompt",
+            False,
+        ),
     ],
     "bound": [
-        ("intensity against 1 FLOP/B", '''
+        (
+            "intensity against 1 FLOP/B",
+            """
 def bound_by(flops, bytes_moved, peak_flops, bandwidth, overhead_s):
     if overhead_s > max(flops / peak_flops, bytes_moved / bandwidth):
         return "overhead"
     return "compute" if flops / bytes_moved > 1 else "memory"
-''', "bound-at-least", False),
-        ("compute when the times are equal", '''
+""",
+            "bound-at-least",
+            False,
+        ),
+        (
+            "compute when the times are equal",
+            """
 def bound_by(flops, bytes_moved, peak_flops, bandwidth, overhead_s):
     compute_s, memory_s = flops / peak_flops, bytes_moved / bandwidth
     if overhead_s > max(compute_s, memory_s):
         return "overhead"
     return "memory" if memory_s > compute_s else "compute"
-''', "bound-at-least", False),
-        ("never overhead", '''
+""",
+            "bound-at-least",
+            False,
+        ),
+        (
+            "never overhead",
+            """
 def bound_by(flops, bytes_moved, peak_flops, bandwidth, overhead_s):
     return "memory" if bytes_moved / bandwidth >= flops / peak_flops else "compute"
-''', "bound-overhead", False),
-        ("overhead against the arithmetic only", '''
+""",
+            "bound-overhead",
+            False,
+        ),
+        (
+            "overhead against the arithmetic only",
+            """
 def bound_by(flops, bytes_moved, peak_flops, bandwidth, overhead_s):
     if flops / peak_flops < overhead_s:
         return "overhead"
     return "memory" if bytes_moved / bandwidth >= flops / peak_flops else "compute"
-''', "bound-overhead", True),
-        ("overhead against the bytes only", '''
+""",
+            "bound-overhead",
+            True,
+        ),
+        (
+            "overhead against the bytes only",
+            """
 def bound_by(flops, bytes_moved, peak_flops, bandwidth, overhead_s):
     if bytes_moved / bandwidth < overhead_s:
         return "overhead"
     return "memory" if bytes_moved / bandwidth >= flops / peak_flops else "compute"
-''', "bound-longer-than-both", False),
-        ("overhead against the sum of the times", '''
+""",
+            "bound-longer-than-both",
+            False,
+        ),
+        (
+            "overhead against the sum of the times",
+            """
 def bound_by(flops, bytes_moved, peak_flops, bandwidth, overhead_s):
     compute_s, memory_s = flops / peak_flops, bytes_moved / bandwidth
     if overhead_s > compute_s + memory_s:
         return "overhead"
     return "memory" if memory_s >= compute_s else "compute"
-''', "bound-longer-than-both", False),
-        ("overhead when at least as long", '''
+""",
+            "bound-longer-than-both",
+            False,
+        ),
+        (
+            "overhead when at least as long",
+            """
 def bound_by(flops, bytes_moved, peak_flops, bandwidth, overhead_s):
     compute_s, memory_s = flops / peak_flops, bytes_moved / bandwidth
     if overhead_s >= max(compute_s, memory_s):
         return "overhead"
     return "memory" if memory_s >= compute_s else "compute"
-''', "bound-longer-than-both", False),
-        ("the comparison the wrong way round", '''
+""",
+            "bound-longer-than-both",
+            False,
+        ),
+        (
+            "the comparison the wrong way round",
+            """
 def bound_by(flops, bytes_moved, peak_flops, bandwidth, overhead_s):
     compute_s, memory_s = flops / peak_flops, bytes_moved / bandwidth
     if overhead_s > max(compute_s, memory_s):
         return "overhead"
     return "compute" if memory_s >= compute_s else "memory"
-''', "bound-memory", False),
+""",
+            "bound-memory",
+            False,
+        ),
     ],
     "timer": [
-        ("never waits for the device", '''
+        (
+            "never waits for the device",
+            """
 def time_on_device(fn, device, warmup=3, repeats=10):
     for _ in range(warmup):
         fn()
@@ -489,8 +676,13 @@ def time_on_device(fn, device, warmup=3, repeats=10):
         fn()
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
-''', "timer-wait-after", True),
-        ("times the warm-up calls too", '''
+""",
+            "timer-wait-after",
+            True,
+        ),
+        (
+            "times the warm-up calls too",
+            """
 def time_on_device(fn, device, warmup=3, repeats=10):
     samples = []
     for _ in range(warmup + repeats):
@@ -500,26 +692,52 @@ def time_on_device(fn, device, warmup=3, repeats=10):
         gpulab.synchronize(device)
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
-''', "timer-warmup", True),
-        ("three warm-up calls whatever warmup says", '''
+""",
+            "timer-warmup",
+            True,
+        ),
+        (
+            "three warm-up calls whatever warmup says",
+            """
 def time_on_device(fn, device, warmup=3, repeats=10):
     for _ in range(3):
         fn()
-''' + _TIMED + '''    return statistics.median(samples)
-''', "timer-warmup", False),
-        ("the mean of the samples", '''
+"""
+            + _TIMED
+            + """    return statistics.median(samples)
+""",
+            "timer-warmup",
+            False,
+        ),
+        (
+            "the mean of the samples",
+            """
 def time_on_device(fn, device, warmup=3, repeats=10):
     for _ in range(warmup):
         fn()
-''' + _TIMED + '''    return sum(samples) / len(samples)
-''', "timer-median", True),
-        ("the fastest sample", '''
+"""
+            + _TIMED
+            + """    return sum(samples) / len(samples)
+""",
+            "timer-median",
+            True,
+        ),
+        (
+            "the fastest sample",
+            """
 def time_on_device(fn, device, warmup=3, repeats=10):
     for _ in range(warmup):
         fn()
-''' + _TIMED + '''    return min(samples)
-''', "timer-median", False),
-        ("one stopwatch around all the repeats", '''
+"""
+            + _TIMED
+            + """    return min(samples)
+""",
+            "timer-median",
+            False,
+        ),
+        (
+            "one stopwatch around all the repeats",
+            """
 def time_on_device(fn, device, warmup=3, repeats=10):
     for _ in range(warmup):
         fn()
@@ -529,8 +747,13 @@ def time_on_device(fn, device, warmup=3, repeats=10):
         fn()
     gpulab.synchronize(device)
     return (time.perf_counter() - start) / repeats
-''', "timer-one-call", False),
-        ("starts the clock without waiting", '''
+""",
+            "timer-one-call",
+            False,
+        ),
+        (
+            "starts the clock without waiting",
+            """
 def time_on_device(fn, device, warmup=3, repeats=10):
     for _ in range(warmup):
         fn()
@@ -541,19 +764,36 @@ def time_on_device(fn, device, warmup=3, repeats=10):
         gpulab.synchronize(device)
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
-''', "timer-wait-before", False),
-        ("one more call to be sure it compiled", '''
+""",
+            "timer-wait-before",
+            False,
+        ),
+        (
+            "one more call to be sure it compiled",
+            """
 def time_on_device(fn, device, warmup=3, repeats=10):
     fn()
     for _ in range(warmup):
         fn()
-''' + _TIMED + '''    return statistics.median(samples)
-''', "timer-calls", False),
-        ("gpulab.time_fn's median", '''
+"""
+            + _TIMED
+            + """    return statistics.median(samples)
+""",
+            "timer-calls",
+            False,
+        ),
+        (
+            "gpulab.time_fn's median",
+            """
 def time_on_device(fn, device, warmup=3, repeats=10):
     return gpulab.time_fn(fn, device=device, warmup=warmup, min_samples=repeats, max_samples=repeats).median_s
-''', "timer-own", False),
-        ("torch.cuda.synchronize everywhere", '''
+""",
+            "timer-own",
+            False,
+        ),
+        (
+            "torch.cuda.synchronize everywhere",
+            """
 def time_on_device(fn, device, warmup=3, repeats=10):
     for _ in range(warmup):
         fn()
@@ -565,8 +805,13 @@ def time_on_device(fn, device, warmup=3, repeats=10):
         torch.cuda.synchronize()
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
-''', "timer-cpu", False),
-        ("a device given as a string only", '''
+""",
+            "timer-cpu",
+            False,
+        ),
+        (
+            "a device given as a string only",
+            """
 def time_on_device(fn, device, warmup=3, repeats=10):
     def wait():
         if device.startswith("cuda"):
@@ -581,28 +826,43 @@ def time_on_device(fn, device, warmup=3, repeats=10):
         wait()
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
-''', "timer-devices", False),
-        ("milliseconds", '''
+""",
+            "timer-devices",
+            False,
+        ),
+        (
+            "milliseconds",
+            """
 def time_on_device(fn, device, warmup=3, repeats=10):
     for _ in range(warmup):
         fn()
-''' + _TIMED.replace("time.perf_counter() - start", "(time.perf_counter() - start) * 1000") + '''    return statistics.median(samples)
-''', "timer-seconds", False),
+"""
+            + _TIMED.replace("time.perf_counter() - start", "(time.perf_counter() - start) * 1000")
+            + """    return statistics.median(samples)
+""",
+            "timer-seconds",
+            False,
+        ),
     ],
 }
 
 EDGES = {
     "intensity": [
-        ("a chain of one is the same fused or not, and intensity follows the dtype", '''
+        (
+            "a chain of one is the same fused or not, and intensity follows the dtype",
+            """
 assert chain_intensity(1, True) == chain_intensity(1, False) == 0.125
 assert chain_intensity(6, True, torch.bfloat16) == 1.5 and chain_intensity(6, False, torch.float64) == 1 / 16
 assert isinstance(conv2d_intensity(1, 1, 1, 1, 1), float)
 # a 1x1 convolution of one pixel, one channel: 2 FLOPs for 3 values of 4 bytes
 assert conv2d_intensity(1, 1, 1, 1, 1) == 2 / 12
-'''),
+""",
+        ),
     ],
     "amdahl": [
-        ("at the limit to within rounding: (10, 0.9) returns None, promptly", '''
+        (
+            "at the limit to within rounding: (10, 0.9) returns None, promptly",
+            """
 import threading
 found = []
 worker = threading.Thread(target=lambda: found.append(processors_needed(10, 0.9)), daemon=True)
@@ -610,18 +870,27 @@ worker.start()
 worker.join(timeout=2)
 assert not worker.is_alive(), "processors_needed(10, 0.9) did not return within 2 s"
 assert found == [None], found
-'''),
-        ("limits exact in floats, at and beyond", '''
+""",
+        ),
+        (
+            "limits exact in floats, at and beyond",
+            """
 for target, p in ((4.0, 0.75), (16.0, 0.9375), (20.0, 0.95), (25.0, 0.95), (2.0, 0.0), (1.5, 0.0)):
     assert processors_needed(target, p) is None, (target, p, processors_needed(target, p))
-'''),
-        ("S(N) exactly the target, target <= 1, p = 1", '''
+""",
+        ),
+        (
+            "S(N) exactly the target, target <= 1, p = 1",
+            """
 for target, p, expected in ((2.0, 0.75, 3), (4.0, 0.875, 7), (8.0, 0.9375, 15), (1.0, 0.5, 1), (0.3, 0.5, 1),
                             (1.0, 0.0, 1), (7.5, 1.0, 8), (8.0, 1.0, 8), (2**29, 1 - 2**-30, 2**30 - 1)):
     got = processors_needed(target, p)
     assert got == expected and isinstance(got, int), (target, p, got, expected)
-'''),
-        ("agrees with a search wherever the target is not within rounding of an S(N)", '''
+""",
+        ),
+        (
+            "agrees with a search wherever the target is not within rounding of an S(N)",
+            """
 def speedup(n, p):
     return 1 / ((1 - p) + p / n)
 
@@ -634,29 +903,39 @@ for p in (0.3, 0.5, 0.8, 0.9, 0.95, 0.99, 0.999):
         while speedup(n, p) < target:
             n += 1
         assert processors_needed(target, p) == n, (target, p, processors_needed(target, p), n)
-'''),
-        ("p from a speed-up, at both ends", '''
+""",
+        ),
+        (
+            "p from a speed-up, at both ends",
+            """
 assert parallel_fraction(1.0, 8) == 0.0
 assert abs(parallel_fraction(4.0, 4) - 1.0) < 1e-12
 assert abs(parallel_fraction(1 / (0.25 + 0.75 / 3), 3) - 0.75) < 1e-12
-'''),
+""",
+        ),
     ],
     "bound": [
-        ("ties: equal times are memory-bound, a call as long as the longer time is not overhead", '''
+        (
+            "ties: equal times are memory-bound, a call as long as the longer time is not overhead",
+            """
 assert bound_by(2**31, 2**31, 2**40, 2**40, 2**-17) == "memory"
 assert bound_by(2**23, 2**20, 2**40, 2**40, 2**-17) == "compute"
 assert bound_by(2**20, 2**23, 2**40, 2**40, 2**-17) == "memory"
 assert bound_by(2**20, 2**20, 2**40, 2**40, 2**-17) == "overhead"
 assert bound_by(0, 0, 1e12, 1e12, 0.0) == "memory"
-'''),
+""",
+        ),
     ],
     "timer": [
-        ("no warm-up, one sample, on the CPU", '''
+        (
+            "no warm-up, one sample, on the CPU",
+            """
 got = time_on_device(lambda: None, "cpu", warmup=0, repeats=1)
 assert isinstance(got, float) and 0 <= got < 0.1, got
 calls = []
 time_on_device(lambda: calls.append(1), torch.device("cpu"), warmup=2, repeats=4)
 assert len(calls) == 6, calls
-'''),
+""",
+        ),
     ],
 }

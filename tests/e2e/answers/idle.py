@@ -28,10 +28,12 @@ def answers(source: str) -> list[tuple[str, str]]:
                 kept.append(_with_body(statement, body_of))
             elif isinstance(statement, ast.ClassDef):
                 statement = copy.deepcopy(statement)
-                statement.body = [_with_body(part, body_of) if isinstance(part, (ast.FunctionDef, ast.AsyncFunctionDef))
-                                  else part for part in statement.body]
+                statement.body = [
+                    _with_body(part, body_of) if isinstance(part, (ast.FunctionDef, ast.AsyncFunctionDef)) else part
+                    for part in statement.body
+                ]
                 kept.append(statement)
-            else:                                   # a value the task asks for: raise, or None in its place
+            else:  # a value the task asks for: raise, or None in its place
                 kept.extend(body_of(statement))
         return "\n".join(([magic] if magic else []) + [ast.unparse(ast.fix_missing_locations(ast.Module(kept, [])))])
 
@@ -41,13 +43,19 @@ def answers(source: str) -> list[tuple[str, str]]:
     def none(statement=None) -> list[ast.stmt]:
         if statement is None:
             return ast.parse("return None").body
-        names = [target for node in ast.walk(statement) if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
-                 for target in (node.targets if isinstance(node, ast.Assign) else [node.target])]
+        names = [
+            target
+            for node in ast.walk(statement)
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        ]
         return [ast.Assign([copy.deepcopy(name)], ast.Constant(None), lineno=0) for name in names]
 
-    return [("empty: the answer cell left as it was, with none of the names the task asks for", ""),
-            ("raises: every function and method the task asks for raises", hollowed(raising)),
-            ("returns None: every function and method the task asks for does nothing", hollowed(none))]
+    return [
+        ("empty: the answer cell left as it was, with none of the names the task asks for", ""),
+        ("raises: every function and method the task asks for raises", hollowed(raising)),
+        ("returns None: every function and method the task asks for does nothing", hollowed(none)),
+    ]
 
 
 def _with_body(function: ast.FunctionDef, body_of) -> ast.FunctionDef:

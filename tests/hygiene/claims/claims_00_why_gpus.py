@@ -4,8 +4,6 @@
 Each check asserts the sentence's figures at the sentence's rounding. The 00_amdahl panel ran on the
 H100 machine's 16-core host, not on its GPU: the lesson quotes no GPU figure from it."""
 
-import math
-
 from claim_kinds import Claim, Unshown
 
 SOLUTIONS = "solutions/00_why_gpus.ipynb"
@@ -27,13 +25,14 @@ def _floor_s(seconds):
 
 # ---------------------------------------------------------------- §1, what a GPU is made of
 
+
 def _sms(records):
     _h100_sxm(records)
     assert records.probe["properties"]["multi_processor_count"] == 132
 
 
 def _threads_per_sm(records):
-    properties = records.probe["properties"]          # the H100's part; the A100's and T4's are data sheets
+    properties = records.probe["properties"]  # the H100's part; the A100's and T4's are data sheets
     assert properties["max_threads_per_multi_processor"] == 2048
     assert properties["max_threads_per_multi_processor"] // properties["warp_size"] == 64
 
@@ -49,18 +48,19 @@ def _l2(records):
 
 
 def _hbm_bandwidth(records):
-    device = records.record("00_roofline")["device"]      # memory clock × 2 × bus width, as the lesson's cell prints
-    assert "HBM3" in device["name"] and "HBM3" in records.probe["name"], device["name"]     # the H100's memory is HBM
+    device = records.record("00_roofline")["device"]  # memory clock × 2 × bus width, as the lesson's cell prints
+    assert "HBM3" in device["name"] and "HBM3" in records.probe["name"], device["name"]  # the H100's memory is HBM
     assert round(device["peak_memory_gbps"] / 1e3, 2) == 3.35, device["peak_memory_gbps"]
 
 
 def _float32_arithmetic(records):
     properties = records.probe["properties"]
-    assert properties["multi_processor_count"] == 132 and properties["clock_rate"] == 1_980_000   # kHz
+    assert properties["multi_processor_count"] == 132 and properties["clock_rate"] == 1_980_000  # kHz
     assert round(132 * 128 * 2 * properties["clock_rate"] * 1e3 / 1e12) == 67
 
 
 # ---------------------------------------------------------------- §1, measured beside the data sheet
+
 
 def _percent(measured, sheet, expected):
     assert round(100 * measured / sheet) == expected, (measured, sheet)
@@ -70,7 +70,7 @@ def _float32_ceiling(records):
     ceiling = _h100_sxm(records)["ceilings"]["cuda:0"]["float32"] / 1e3
     assert round(ceiling, 1) == 50.4, ceiling
     _percent(ceiling, 67, 75)
-    misc = records.probe["misc"]                        # TF32 was off, as by default
+    misc = records.probe["misc"]  # TF32 was off, as by default
     assert misc["matmul allow_tf32"] is False and misc["float32_matmul_precision"] == "highest"
 
 
@@ -104,7 +104,7 @@ def _pinned_link(records):
 def _where_the_ceilings_come_from(records):
     result = _h100_sxm(records)
     ceilings = result["ceilings"]["cuda:0"]
-    assert ceilings["float32"] >= max(result["gflops"]["cuda:0"])       # the best any multiply reached
+    assert ceilings["float32"] >= max(result["gflops"]["cuda:0"])  # the best any multiply reached
     tf32 = records.result("05_matmul")
     assert tf32["sizes"][-1] == 4096 and tf32["tflops"]["tf32"][-1] == max(tf32["tflops"]["tf32"])
     # the copy: 256 MiB, since two such buffers fit (the lesson's copy_bytes)
@@ -112,6 +112,7 @@ def _where_the_ceilings_come_from(records):
 
 
 # ---------------------------------------------------------------- §3, the regimes and the roofline
+
 
 def _launch_floor_10_us(records):
     _h100_sxm(records, "00_overhead")
@@ -171,7 +172,7 @@ def _gpu_floor_not_lower(records):
     gpu, cpu = result["seconds"]["cuda:0"], result["seconds"]["cpu"]
     assert _floor_s(gpu) >= _floor_s(cpu)
     largest = result["sizes"][-1]
-    assert 2 * largest / gpu[-1] > 3 * (2 * largest / cpu[-1])       # far higher bandwidth
+    assert 2 * largest / gpu[-1] > 3 * (2 * largest / cpu[-1])  # far higher bandwidth
 
 
 def _overhead_reference(records):
@@ -180,6 +181,7 @@ def _overhead_reference(records):
 
 
 # ---------------------------------------------------------------- §4, timing
+
 
 def _fifty_ms_is_ten_on_h100(records):
     # gpulab.timing.matmul_n_for(0.05): n from the rate of a 512×512 float32 product, in steps of 256;
@@ -193,15 +195,27 @@ def _fifty_ms_is_ten_on_h100(records):
 
 # ---------------------------------------------------------------- added: the run, the registers, the regimes
 
-_LESSONS = ("00_amdahl", "00_overhead", "00_roofline", "01_matmul", "02_bandwidth", "02_sync", "03_placement",
-            "03_throughput", "05_matmul")
+_LESSONS = (
+    "00_amdahl",
+    "00_overhead",
+    "00_roofline",
+    "01_matmul",
+    "02_bandwidth",
+    "02_sync",
+    "03_placement",
+    "03_throughput",
+    "05_matmul",
+)
 
 
 def _the_course_h100(records):
     # every record the lesson quotes ran on the H100 SXM board under torch 2.11
     for name in _LESSONS:
         record = records.record(name)
-        assert record["torch"].startswith("2.11.") and "H100 80GB HBM3" in record["device"]["name"], (name, record["torch"])
+        assert record["torch"].startswith("2.11.") and "H100 80GB HBM3" in record["device"]["name"], (
+            name,
+            record["torch"],
+        )
     assert records.probe["torch"].startswith("2.11.")
 
 
@@ -224,14 +238,18 @@ def _large_beats_small(records):
 
 def _below_the_sheet(records):
     from gpulab.reference import known_gpu
+
     record = records.record("00_roofline")
-    sheet = known_gpu(record["device"]["name"], memory_bytes=record["device"]["total_memory_bytes"],
-                      multiprocessors=record["device"]["multiprocessors"])
+    sheet = known_gpu(
+        record["device"]["name"],
+        memory_bytes=record["device"]["total_memory_bytes"],
+        multiprocessors=record["device"]["multiprocessors"],
+    )
     assert sheet is not None and sheet.name == "H100 SXM"
     ceilings = record["result"]["ceilings"]["cuda:0"]
     assert ceilings["float32"] / 1e3 < sheet.float32_tflops and ceilings["bfloat16"] / 1e3 < sheet.tensor_tflops
     assert ceilings["copy_gbps"] < sheet.memory_gbps
-    assert records.result("05_matmul")["tflops"]["tf32"][-1] < sheet.tensor_tflops / 2     # TF32: half of bfloat16's
+    assert records.result("05_matmul")["tflops"]["tf32"][-1] < sheet.tensor_tflops / 2  # TF32: half of bfloat16's
     assert max(records.result("02_bandwidth")["gbps"]["host→device pinned"]) < 63
 
 
@@ -255,8 +273,8 @@ def _points_rise_then_bend(records):
     steps = list(zip(intensity, points, intensity[1:], points[1:]))
     below = [p1 / p0 for i0, p0, i1, p1 in steps if i1 < ridge]
     above = [p1 / p0 for i0, p0, i1, p1 in steps if i0 > ridge]
-    assert below and all(g > 2.5 for g in below), below          # 4× the intensity: well over 2.5× the rate
-    assert above and all(g < 1.6 for g in above), above          # past the ridge: it levels off
+    assert below and all(g > 2.5 for g in below), below  # 4× the intensity: well over 2.5× the rate
+    assert above and all(g < 1.6 for g in above), above  # past the ridge: it levels off
     assert points[-1] < ceilings["float32"]
 
 
@@ -297,7 +315,7 @@ def _batch_1_intensity(records):
     result = records.result("00_roofline")
     assert result["batches"][0] == 1 and round(result["intensity"][0], 1) == 0.5
     ceilings = result["ceilings"]["cuda:0"]
-    assert result["intensity"][0] < ceilings["float32"] / ceilings["copy_gbps"] / 10        # far below the ridge
+    assert result["intensity"][0] < ceilings["float32"] / ceilings["copy_gbps"] / 10  # far below the ridge
 
 
 def _microseconds_anywhere(records):
@@ -307,6 +325,7 @@ def _microseconds_anywhere(records):
 
 
 # ---------------------------------------------------------------- Summary
+
 
 def _summary_link(records):
     gbps = records.result("02_bandwidth")["gbps"]
@@ -327,32 +346,58 @@ CLAIMS = [
     Claim("| bfloat16 matrix multiply | 989 TFLOP/s | 768 TFLOP/s | 78% |", _bfloat16_ceiling),
     Claim("| copy within its memory, bytes read plus written | 3,350 GB/s | 2,954 GB/s | 88% |", _copy_ceiling),
     Claim("| host to device over PCIe 5.0 ×16, pinned memory | 63 GB/s | 54 GB/s | 86% |", _pinned_link),
-    Claim("The matrix rates are the best the roofline panel below reached over square sizes up to 8192 (TF32: "
-          "lesson 05's panel, n = 4096), the copy is 256 MiB", _where_the_ceilings_come_from),
-    Claim("Python, PyTorch's dispatch, launching a kernel: microseconds in all, about 10 a call on an H100 SXM",
-          _launch_floor_10_us),
-    Claim("they use TF32 tensor cores only when asked (torch.backends.cuda.matmul.allow_tf32 is False, "
-          'torch.get_float32_matmul_precision() is "highest")', _tf32_defaults),
-    Claim("cuDNN may use TF32 for float32 convolutions unless told not to (torch.backends.cudnn.allow_tf32 is True "
-          "by default)", _cudnn_tf32_default),
-    Claim("the same float32 matrices run on the tensor cores in TF32, about 8 times faster on the H100 SXM",
-          _tf32_eight_times),
+    Claim(
+        "The matrix rates are the best the roofline panel below reached over square sizes up to 8192 (TF32: "
+        "lesson 05's panel, n = 4096), the copy is 256 MiB",
+        _where_the_ceilings_come_from,
+    ),
+    Claim(
+        "Python, PyTorch's dispatch, launching a kernel: microseconds in all, about 10 a call on an H100 SXM",
+        _launch_floor_10_us,
+    ),
+    Claim(
+        "they use TF32 tensor cores only when asked (torch.backends.cuda.matmul.allow_tf32 is False, "
+        'torch.get_float32_matmul_precision() is "highest")',
+        _tf32_defaults,
+    ),
+    Claim(
+        "cuDNN may use TF32 for float32 convolutions unless told not to (torch.backends.cudnn.allow_tf32 is True "
+        "by default)",
+        _cudnn_tf32_default,
+    ),
+    Claim(
+        "the same float32 matrices run on the tensor cores in TF32, about 8 times faster on the H100 SXM",
+        _tf32_eight_times,
+    ),
     Claim("In float32, an H100 SXM's measured roof and points are drawn beside it, dashed", _float32_reference),
     Claim("In 16-bit the recorded run has no points (it swept float32)", _no_16_bit_points),
     Claim("50 MiB on an H100 or H200", _l2_of_the_h100),
     Claim("so up to that size the GB/s can pass the data sheet's memory bandwidth", _past_the_data_sheet_in_l2),
-    Claim("A GPU's floor is no lower than the CPU's — the kernel launch comes on top of the same Python and "
-          "dispatch — but its bandwidth is far higher.", _gpu_floor_not_lower),
-    Claim("An H100 SXM's floor was 10.3 µs a call, its 16-core Xeon host's 5.9 µs, and the H100 stayed on its "
-          "floor up to 16 MiB.", _floors),
-    Claim("Without an accelerator, the dashed curve is that H100 SXM's, measured, beside your CPU's.",
-          _overhead_reference),
+    Claim(
+        "A GPU's floor is no lower than the CPU's — the kernel launch comes on top of the same Python and "
+        "dispatch — but its bandwidth is far higher.",
+        _gpu_floor_not_lower,
+    ),
+    Claim(
+        "An H100 SXM's floor was 10.3 µs a call, its 16-core Xeon host's 5.9 µs, and the H100 stayed on its "
+        "floor up to 16 MiB.",
+        _floors,
+    ),
+    Claim(
+        "Without an accelerator, the dashed curve is that H100 SXM's, measured, beside your CPU's.", _overhead_reference
+    ),
     Claim("so there it is less: about 10 ms on an H100 SXM.", _fifty_ms_is_ten_on_h100),
-    Claim("An H100 SXM measured about 54 GB/s from pinned host memory and at best 14 GB/s from ordinary, "
-          "pageable memory (lesson 02).", _summary_link),
+    Claim(
+        "An H100 SXM measured about 54 GB/s from pinned host memory and at best 14 GB/s from ordinary, "
+        "pageable memory (lesson 02).",
+        _summary_link,
+    ),
     Claim("lesson 00 measured about 10 µs a call on its H100 SXM", _launch_floor_10_us, where=SOLUTIONS),
-    Claim("The course's own H100 SXM (torch 2.11, the records that readers without a GPU see beside their results) "
-          "measured", _the_course_h100),
+    Claim(
+        "The course's own H100 SXM (torch 2.11, the records that readers without a GPU see beside their results) "
+        "measured",
+        _the_course_h100,
+    ),
     Claim("runs its threads in warps of 32", _warps_of_32),
     Claim("has 256 KB of registers", _registers),
     Claim("A large GPU multiplies large matrices # several times faster than small ones", _large_beats_small),
@@ -364,8 +409,10 @@ CLAIMS = [
     Claim("The weight matrix is 64 MiB or more", _weights_past_l2),
     Claim("so each call there really reads it from memory", _weights_past_l2),
     Claim("For small tensors the time per call is flat: the floor.", _flat_floor),
-    Claim("Beyond it the time grows with the size and the bandwidth approaches what memory gives: memory-bound.",
-          _memory_bound_past_the_floor),
+    Claim(
+        "Beyond it the time grows with the size and the bandwidth approaches what memory gives: memory-bound.",
+        _memory_bound_past_the_floor,
+    ),
     Claim("about 0.5 FLOP/B in float32, far below any GPU's ridge", _batch_1_intensity),
     Claim("each call costs microseconds of Python, dispatch and launch whatever the device", _microseconds_anywhere),
 ]
@@ -373,65 +420,121 @@ CLAIMS = [
 DATA_SHEET = "a data sheet's figure; no shipped record measured it"
 UNSHOWN = [
     Unshown("and 1,024 (32 warps) on a T4", "no T4 ran: the T4's data sheet (compute capability 7.5)"),
-    Unshown("128 per SM on an H100", "the Hopper architecture's figure; torch's device properties do not report "
-            "lanes per SM"),
+    Unshown(
+        "128 per SM on an H100",
+        "the Hopper architecture's figure; torch's device properties do not report lanes per SM",
+    ),
     Unshown("and 96 KB on a T4, up to 64 KB of it shared", "no T4 ran: the Turing tuning guide's figures"),
-    Unshown("GDDR on the T4, L4 and L40S — datacentre cards too — and on gaming cards (320 GB/s on a T4)",
-            "no such card ran: the cards' data sheets"),
-    Unshown("on paper 16 GB/s each way for a T4 on PCIe 3.0 ×16, 63 GB/s for an H100 or H200 SXM on PCIe 5.0 ×16",
-            "the PCIe specification's rate (the measured 54 GB/s is a Claim of the table)"),
-    Unshown("Its tensor cores reach 989 TFLOP/s in bfloat16 — fifteen times more.",
-            DATA_SHEET + " (the measured 768 TFLOP/s is a Claim of the table)"),
+    Unshown(
+        "GDDR on the T4, L4 and L40S — datacentre cards too — and on gaming cards (320 GB/s on a T4)",
+        "no such card ran: the cards' data sheets",
+    ),
+    Unshown(
+        "on paper 16 GB/s each way for a T4 on PCIe 3.0 ×16, 63 GB/s for an H100 or H200 SXM on PCIe 5.0 ×16",
+        "the PCIe specification's rate (the measured 54 GB/s is a Claim of the table)",
+    ),
+    Unshown(
+        "Its tensor cores reach 989 TFLOP/s in bfloat16 — fifteen times more.",
+        DATA_SHEET + " (the measured 768 TFLOP/s is a Claim of the table)",
+    ),
     Unshown("has 51 and 756 TFLOP/s and 2.0 TB/s of HBM2e", "no H100 PCIe ran: NVIDIA's H100 data sheet"),
-    Unshown("| float32 matrix multiply, TF32 allowed | 495 TFLOP/s", "the data-sheet column (989 with sparsity, "
-            "halved); the measured column is a Claim"),
+    Unshown(
+        "| float32 matrix multiply, TF32 allowed | 495 TFLOP/s",
+        "the data-sheet column (989 with sparsity, halved); the measured column is a Claim",
+    ),
     Unshown("RTX 4090's L2 holds 72 MiB and an L40S's 96 MiB", "no such card ran: Ada's data sheets"),
     Unshown("(on an H100 SXM, from 67 to 989 TFLOP/s on the data sheet)", DATA_SHEET),
-    Unshown("in bfloat16, an H100 SXM's and an A100 SXM's from stas00's ml-engineering",
-            "published measurements, labelled as such in the figure"),
+    Unshown(
+        "in bfloat16, an H100 SXM's and an A100 SXM's from stas00's ml-engineering",
+        "published measurements, labelled as such in the figure",
+    ),
     Unshown("(4 MiB on a T4, 40 MiB on an A100", "no T4 or A100 ran: their data sheets"),
-    Unshown("published copy bandwidths within an H100 PCIe's and a T4's memory",
-            "published measurements (chsasank/device-benchmarks), labelled as such"),
-    Unshown("the GPU notes the time when it reaches it, to about half a microsecond",
-            "the CUDA runtime's documentation of cudaEventElapsedTime; no record measures the resolution"),
-    Unshown("every launch then waits for its kernel, and the error surfaces at its own line",
-            "PyTorch's notes, CUDA semantics, 'Asynchronous execution'; the H100 run raised no kernel error"),
-    Unshown("An H100 SXM has a bfloat16 ridge point of about 295 FLOP/B", "the data sheet's 989 TFLOP/s over 3.35 TB/s"),
-    Unshown("clear cases of each regime on an H100 SXM's data sheet (67 TFLOP/s float32, 3.35 TB/s)", DATA_SHEET,
-            where=SOLUTIONS),
+    Unshown(
+        "published copy bandwidths within an H100 PCIe's and a T4's memory",
+        "published measurements (chsasank/device-benchmarks), labelled as such",
+    ),
+    Unshown(
+        "the GPU notes the time when it reaches it, to about half a microsecond",
+        "the CUDA runtime's documentation of cudaEventElapsedTime; no record measures the resolution",
+    ),
+    Unshown(
+        "every launch then waits for its kernel, and the error surfaces at its own line",
+        "PyTorch's notes, CUDA semantics, 'Asynchronous execution'; the H100 run raised no kernel error",
+    ),
+    Unshown(
+        "An H100 SXM has a bfloat16 ridge point of about 295 FLOP/B", "the data sheet's 989 TFLOP/s over 3.35 TB/s"
+    ),
+    Unshown(
+        "clear cases of each regime on an H100 SXM's data sheet (67 TFLOP/s float32, 3.35 TB/s)",
+        DATA_SHEET,
+        where=SOLUTIONS,
+    ),
     Unshown("an A100 SXM 80 GB: 19.5 TFLOP/s, 2.039 TB/s", "no A100 ran: its data sheet", where=SOLUTIONS),
     # added: the parts of claimed sentences that are other GPUs' data sheets, and what no record times
     Unshown("64 warps — on an A100", "no A100 ran: compute capability 8.0's figure (the H100's 2,048 is the Claim)"),
-    Unshown("256 KB on an H100", "the data sheet's L1 and shared memory together; the probe reports only the 228 KiB "
-            "that can be shared (the Claim)"),
+    Unshown(
+        "256 KB on an H100",
+        "the data sheet's L1 and shared memory together; the probe reports only the 228 KiB "
+        "that can be shared (the Claim)",
+    ),
     Unshown("which takes hundreds of cycles", "NVIDIA's CUDA programming guide; no record measures memory latency"),
-    Unshown("HBM, stacked beside the chip, on the A100", "the A100's and H200's memory: their data sheets (the H100's "
-            "HBM3 and 3.35 TB/s are the Claim)"),
-    Unshown("twenty times slower than a T4's GDDR6, fifty to eighty times slower than HBM",
-            "data sheets over the PCIe specification: 320/16, and 3,350 to 4,800 GB/s over 63"),
+    Unshown(
+        "HBM, stacked beside the chip, on the A100",
+        "the A100's and H200's memory: their data sheets (the H100's HBM3 and 3.35 TB/s are the Claim)",
+    ),
+    Unshown(
+        "twenty times slower than a T4's GDDR6, fifty to eighty times slower than HBM",
+        "data sheets over the PCIe specification: 320/16, and 3,350 to 4,800 GB/s over 63",
+    ),
     Unshown("the same chip with 114 SMs enabled and a lower clock", "no H100 PCIe ran: NVIDIA's H100 data sheet"),
-    Unshown("larger than the L2 cache of every GPU in the table above", "the T4's, A100's and H200's L2 are their data "
-            "sheets'; the H100's 50 MiB (probe) is the Claim on the 64 MiB matrix"),
-    Unshown("On a GPU whose L2 holds the float32 weights, such as an RTX 4090, the small batches can rise above the "
-            "memory roof", "no RTX 4090 ran; the H100's points stay under its roof (a Claim)"),
-    Unshown("or H200) stays there from one call to the next", "no H200 ran: its data sheet (the H100's L2 passing "
-            "3,350 GB/s is the Claim)"),
-    Unshown("A kernel that fails — an index out of range in an embedding, say — is reported by a later call",
-            "PyTorch's notes, CUDA semantics, 'Asynchronous execution'; the H100 run raised no kernel error"),
-    Unshown("kernels are usually loaded lazily, at their first use",
-            "CUDA's lazy loading (CUDA_MODULE_LOADING=LAZY, the default since CUDA 12.2); no record times first calls"),
-    Unshown("unless torch.backends.cudnn.benchmark = True (off by default)",
-            "PyTorch's documentation; the probe did not record cudnn.benchmark"),
-    Unshown("on a GPU, whose clocks and caches change from run to run, a training loop rarely sees it",
-            "the records keep each timing's median only, not its samples or minimum"),
-    Unshown("for a string of small kernels, the event time is roughly the time to launch them",
-            "CUDA's event semantics; no record times events around small kernels"),
-    Unshown("asking earlier is an error", "CUDA's cudaEventElapsedTime (cudaErrorNotReady); the probe recorded only "
-            "the error of events made without enable_timing"),
-    Unshown("on paper 16 GB/s each way on a T4's PCIe 3.0 ×16, 63 GB/s on an H100 SXM's PCIe 5.0 ×16",
-            "the PCIe specification's rates (the measured 54 GB/s is the Claim that follows)"),
-    Unshown("3.8 µs of bytes on an H100 SXM", "12 MiB over the data sheet's 3.35 TB/s, a made-up case for the checks",
-            where=SOLUTIONS),
+    Unshown(
+        "larger than the L2 cache of every GPU in the table above",
+        "the T4's, A100's and H200's L2 are their data "
+        "sheets'; the H100's 50 MiB (probe) is the Claim on the 64 MiB matrix",
+    ),
+    Unshown(
+        "On a GPU whose L2 holds the float32 weights, such as an RTX 4090, the small batches can rise above the "
+        "memory roof",
+        "no RTX 4090 ran; the H100's points stay under its roof (a Claim)",
+    ),
+    Unshown(
+        "or H200) stays there from one call to the next",
+        "no H200 ran: its data sheet (the H100's L2 passing 3,350 GB/s is the Claim)",
+    ),
+    Unshown(
+        "A kernel that fails — an index out of range in an embedding, say — is reported by a later call",
+        "PyTorch's notes, CUDA semantics, 'Asynchronous execution'; the H100 run raised no kernel error",
+    ),
+    Unshown(
+        "kernels are usually loaded lazily, at their first use",
+        "CUDA's lazy loading (CUDA_MODULE_LOADING=LAZY, the default since CUDA 12.2); no record times first calls",
+    ),
+    Unshown(
+        "unless torch.backends.cudnn.benchmark = True (off by default)",
+        "PyTorch's documentation; the probe did not record cudnn.benchmark",
+    ),
+    Unshown(
+        "on a GPU, whose clocks and caches change from run to run, a training loop rarely sees it",
+        "the records keep each timing's median only, not its samples or minimum",
+    ),
+    Unshown(
+        "for a string of small kernels, the event time is roughly the time to launch them",
+        "CUDA's event semantics; no record times events around small kernels",
+    ),
+    Unshown(
+        "asking earlier is an error",
+        "CUDA's cudaEventElapsedTime (cudaErrorNotReady); the probe recorded only "
+        "the error of events made without enable_timing",
+    ),
+    Unshown(
+        "on paper 16 GB/s each way on a T4's PCIe 3.0 ×16, 63 GB/s on an H100 SXM's PCIe 5.0 ×16",
+        "the PCIe specification's rates (the measured 54 GB/s is the Claim that follows)",
+    ),
+    Unshown(
+        "3.8 µs of bytes on an H100 SXM",
+        "12 MiB over the data sheet's 3.35 TB/s, a made-up case for the checks",
+        where=SOLUTIONS,
+    ),
     Unshown("H100 SXM: ridge 20 FLOP/B", "the data sheet's 67 TFLOP/s over 3.35 TB/s", where=SOLUTIONS),
     Unshown("A100 SXM 80 GB (40 GB: 1.555 TB/s): ridge 9.6", "no A100 ran: its data sheets", where=SOLUTIONS),
 ]

@@ -71,7 +71,7 @@ def _rises_on_every_device(records):
 def _almost_free_per_sample(records):
     result = records.result("03_throughput")
     step_ms = [b / r * 1e3 for b, r in zip(result["batches"], result["samples_per_s"]["cuda:0"])]
-    assert max(step_ms) / min(step_ms) < 1.15, step_ms                 # 128× the batch, the same step time
+    assert max(step_ms) / min(step_ms) < 1.15, step_ms  # 128× the batch, the same step time
 
 
 def _placement(records):
@@ -87,7 +87,10 @@ def _three_curves(records):
     _h100_sxm(records, "03_placement")
     assert _placement(records)["device"].startswith("cuda")
     assert set(_placement(records)["ms_per_step"]) == {
-        "kept on the device", "moved every step", "moved every step, pinned + non_blocking"}
+        "kept on the device",
+        "moved every step",
+        "moved every step, pinned + non_blocking",
+    }
 
 
 def _moved_twice(records):
@@ -112,7 +115,9 @@ def _pinned_071(records):
 
 def _pinned_slower_small(records):
     for batch in (32, 64):
-        assert _at_batch(records, "moved every step, pinned + non_blocking", batch) > _at_batch(records, "moved every step", batch)
+        assert _at_batch(records, "moved every step, pinned + non_blocking", batch) > _at_batch(
+            records, "moved every step", batch
+        )
 
 
 def _moving_costs_more_than_the_bytes(records):
@@ -120,27 +125,30 @@ def _moving_costs_more_than_the_bytes(records):
     bandwidth = records.result("02_bandwidth")
     for batch in (128, 256):
         nbytes = batch * _placement(records)["sample_bytes"]
-        size = min(n for n in bandwidth["sizes"] if n >= nbytes)       # the pageable copy of about that size
+        size = min(n for n in bandwidth["sizes"] if n >= nbytes)  # the pageable copy of about that size
         copy_ms = nbytes / (bandwidth["gbps"]["host→device pageable"][bandwidth["sizes"].index(size)] * 1e9) * 1e3
         extra_ms = _at_batch(records, "moved every step", batch) - _at_batch(records, "kept on the device", batch)
         assert extra_ms > copy_ms, (batch, extra_ms, copy_ms)
 
 
 def _pinned_narrows(records):
-    kept, pinned, moved = (_at_batch(records, name, 256) for name in
-                           ("kept on the device", "moved every step, pinned + non_blocking", "moved every step"))
+    kept, pinned, moved = (
+        _at_batch(records, name, 256)
+        for name in ("kept on the device", "moved every step, pinned + non_blocking", "moved every step")
+    )
     assert kept < pinned < moved, (kept, pinned, moved)
 
 
 def _kept_fastest(records):
     result = _placement(records)
-    for batch in (128, 256):        # where the steps are longest; at 64 the curves crossed (a Claim too)
+    for batch in (128, 256):  # where the steps are longest; at 64 the curves crossed (a Claim too)
         times = {name: values[result["batches"].index(batch)] for name, values in result["ms_per_step"].items()}
         assert min(times, key=times.get) == "kept on the device", (batch, times)
 
 
 def _pinned_at_link_rate(records):
     from gpulab.devices import HostLink
+
     gbps = records.result("02_bandwidth")["gbps"]
     pinned = max(gbps["host→device pinned"])
     assert pinned > 0.85 * HostLink(generation=5, width=16).gbps and pinned > 3 * max(gbps["host→device pageable"])
@@ -149,62 +157,104 @@ def _pinned_at_link_rate(records):
 def _pinning_cost_vs_saving(records):
     bandwidth = records.result("02_bandwidth")
     assert round(bandwidth["pin_seconds"][bandwidth["sizes"].index(4 * MiB)] * 1e3, 3) == 0.025
-    saved = _at_batch(records, "moved every step", 256) - _at_batch(records, "moved every step, pinned + non_blocking", 256)
+    saved = _at_batch(records, "moved every step", 256) - _at_batch(
+        records, "moved every step, pinned + non_blocking", 256
+    )
     assert round(saved, 1) == 0.4
 
 
 CLAIMS = [
-    Claim("on an H100 SXM, pinning and the pinned copy together beat a pageable copy 2.0× to 4.4× from 1 to 16 MiB",
-          _pinning_paid),
-    Claim("the H100 SXM copied 16 and 64 KiB in 12 to 22 µs, pinned or not — while at 1 and 4 MiB pinning and the "
-          "pinned copy together were 2.0× and 4.4× faster", _small_copies),
-    Claim("Without workers the loop makes that copy itself — which, at a few MiB a batch, the faster copy repaid on the "
-          "H100 SXM (lesson 02).", _a_few_mib_repaid),
+    Claim(
+        "on an H100 SXM, pinning and the pinned copy together beat a pageable copy 2.0× to 4.4× from 1 to 16 MiB",
+        _pinning_paid,
+    ),
+    Claim(
+        "the H100 SXM copied 16 and 64 KiB in 12 to 22 µs, pinned or not — while at 1 and 4 MiB pinning and the "
+        "pinned copy together were 2.0× and 4.4× faster",
+        _small_copies,
+    ),
+    Claim(
+        "Without workers the loop makes that copy itself — which, at a few MiB a batch, the faster copy repaid on the "
+        "H100 SXM (lesson 02).",
+        _a_few_mib_repaid,
+    ),
     Claim("A GPU keeps climbing for much longer", _gpu_keeps_climbing),
     Claim("On an H100 SXM at width 512 that held all the way to batch 1024, at about 1.2 ms a step.", _throughput),
     Claim("draws beside it, dashed, an H100 SXM's steps measured all three ways", _three_curves),
-    Claim("On an H100 SXM at batch 256 the step took twice as long, 1.11 ms against 0.55 ms with the batch kept on the "
-          "device, though its 3 MiB cross in about 0.4 ms at the 8 GB/s a pageable copy of about that size reached "
-          "there.", _moved_twice),
+    Claim(
+        "On an H100 SXM at batch 256 the step took twice as long, 1.11 ms against 0.55 ms with the batch kept on the "
+        "device, though its 3 MiB cross in about 0.4 ms at the 8 GB/s a pageable copy of about that size reached "
+        "there.",
+        _moved_twice,
+    ),
     Claim("Steps this short vary from run to run, and at small batches the curves can cross.", _curves_cross),
     Claim("(0.71 ms on that H100 SXM at batch 256)", _pinned_071),
     Claim("at batch 32 and 64 it was slower there than the plain copy", _pinned_slower_small),
-    Claim("on that machine pin_memory() of 4 MiB took 0.025 ms (lesson 02's record), against the 0.4 ms a step the "
-          "pinned way saved", _pinning_cost_vs_saving),
+    Claim(
+        "on that machine pin_memory() of 4 MiB took 0.025 ms (lesson 02's record), against the 0.4 ms a step the "
+        "pinned way saved",
+        _pinning_cost_vs_saving,
+    ),
     Claim("beside an H100 SXM's three curves, dashed", _three_curves),
     Claim("Throughput rises with the batch size on every device", _rises_on_every_device),
     Claim("Until the device is saturated, a bigger batch is almost free per sample.", _almost_free_per_sample),
-    Claim("On a GPU the step that moves its batch is slower, and by more than the bytes over the link",
-          _moving_costs_more_than_the_bytes),
+    Claim(
+        "On a GPU the step that moves its batch is slower, and by more than the bytes over the link",
+        _moving_costs_more_than_the_bytes,
+    ),
     Claim("Pinned memory with non_blocking=True can narrow the gap", _pinned_narrows),
     Claim("Keeping data on the device is the fastest", _kept_fastest),
     Claim("so that the copy to the GPU runs at the link's full rate", _pinned_at_link_rate),
 ]
 
 UNSHOWN = [
-    Unshown("on one with fewer GPUs than the index saved, with an error that names the device count; and on a machine "
-            "with that GPU it loads — onto that GPU",
-            "torch/serialization.py (_validate_device), not a measurement: no record loads a checkpoint"),
-    Unshown("a checkpoint saved on a GPU fails to load on a machine without one",
-            "torch's own error message (quoted), not a record: the H100 run loaded no checkpoint elsewhere"),
-    Unshown("a small batch leaves most of its thousands of cores idle",
-            "the 03_throughput record shows throughput, not how many cores a step keeps busy"),
-    Unshown("A dataset of a few hundred MB can live on a large GPU for the whole run",
-            "a statement about memory sizes from data sheets; no record holds a dataset on the GPU"),
+    Unshown(
+        "on one with fewer GPUs than the index saved, with an error that names the device count; and on a machine "
+        "with that GPU it loads — onto that GPU",
+        "torch/serialization.py (_validate_device), not a measurement: no record loads a checkpoint",
+    ),
+    Unshown(
+        "a checkpoint saved on a GPU fails to load on a machine without one",
+        "torch's own error message (quoted), not a record: the H100 run loaded no checkpoint elsewhere",
+    ),
+    Unshown(
+        "a small batch leaves most of its thousands of cores idle",
+        "the 03_throughput record shows throughput, not how many cores a step keeps busy",
+    ),
+    Unshown(
+        "A dataset of a few hundred MB can live on a large GPU for the whole run",
+        "a statement about memory sizes from data sheets; no record holds a dataset on the GPU",
+    ),
     # added
-    Unshown("has not been true of CPU↔GPU moves for years",
-            "torch/nn/modules/module.py, Module._apply; the H100 ran this cell (nbval-lessons.log) but kept no output"),
-    Unshown("Optimizer.load_state_dict casts each state tensor to its parameter's device and dtype",
-            "torch/optim/optimizer.py (_process_value_according_to_param_policy); no record holds optimizer state"),
+    Unshown(
+        "has not been true of CPU↔GPU moves for years",
+        "torch/nn/modules/module.py, Module._apply; the H100 ran this cell (nbval-lessons.log) but kept no output",
+    ),
+    Unshown(
+        "Optimizer.load_state_dict casts each state tensor to its parameter's device and dtype",
+        "torch/optim/optimizer.py (_process_value_according_to_param_policy); no record holds optimizer state",
+    ),
     Unshown("and on Apple's MPS it turns pin_memory off", "torch/utils/data/dataloader.py; no MPS record"),
-    Unshown("What pinning does not do on its own is overlap the copy with the GPU's computation.",
-            "CUDA's stream ordering; no record runs a second stream"),
-    Unshown("the caching allocator records which stream made each block, and frees it for reuse as soon as Python "
-            "lets go of the tensor", "PyTorch's documentation (Tensor.record_stream); no record runs a second stream"),
-    Unshown("Make the layers wider and the GPU's advantage grows: more arithmetic per launch.",
-            "the 03_throughput record ran one width, 512"),
-    Unshown("a GPU runs the same step faster while the copy stays as long as the link makes it",
-            "03_placement ran on the GPU only: no record times this step on a CPU"),
-    Unshown("and on MPS the loader turns it off", "torch/utils/data/dataloader.py; no MPS record",
-            where="solutions/03_models_on_gpu.ipynb"),
+    Unshown(
+        "What pinning does not do on its own is overlap the copy with the GPU's computation.",
+        "CUDA's stream ordering; no record runs a second stream",
+    ),
+    Unshown(
+        "the caching allocator records which stream made each block, and frees it for reuse as soon as Python "
+        "lets go of the tensor",
+        "PyTorch's documentation (Tensor.record_stream); no record runs a second stream",
+    ),
+    Unshown(
+        "Make the layers wider and the GPU's advantage grows: more arithmetic per launch.",
+        "the 03_throughput record ran one width, 512",
+    ),
+    Unshown(
+        "a GPU runs the same step faster while the copy stays as long as the link makes it",
+        "03_placement ran on the GPU only: no record times this step on a CPU",
+    ),
+    Unshown(
+        "and on MPS the loader turns it off",
+        "torch/utils/data/dataloader.py; no MPS record",
+        where="solutions/03_models_on_gpu.ipynb",
+    ),
 ]

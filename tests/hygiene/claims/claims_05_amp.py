@@ -9,7 +9,7 @@ GradScaler's run), ``00_roofline`` (the copy rate measured on the same GPU) and 
 from claim_kinds import Claim, Unshown
 
 SOLUTIONS = "solutions/05_amp.ipynb"
-H100_SXM = "NVIDIA H100 80GB HBM3"          # the SXM5 board's name; the PCIe card calls itself "NVIDIA H100 PCIe"
+H100_SXM = "NVIDIA H100 80GB HBM3"  # the SXM5 board's name; the PCIe card calls itself "NVIDIA H100 PCIe"
 LOW = ("torch.float16", "torch.bfloat16")
 
 
@@ -42,7 +42,7 @@ def _h100_records_beside(records):
 
 
 def _tf32_several_times(records):
-    assert records.record("05_matmul")["device"]["compute_capability"] == "9.0"      # Hopper: Ampere or newer
+    assert records.record("05_matmul")["device"]["compute_capability"] == "9.0"  # Hopper: Ampere or newer
     rates = _rates(records, 4096)
     assert rates["tf32"] >= 3 * rates["float32"], rates
 
@@ -74,8 +74,8 @@ def _summary_lists(records):
 
 def _native_bfloat16(records):
     rates = _rates(records, 4096)
-    assert rates["bfloat16"] >= 10 * rates["float32"], rates                      # tensor cores, not emulation
-    assert _step(records)["dtype"] == "bfloat16"                                    # amp_settings chose it on 9.0
+    assert rates["bfloat16"] >= 10 * rates["float32"], rates  # tensor cores, not emulation
+    assert _step(records)["dtype"] == "bfloat16"  # amp_settings chose it on 9.0
 
 
 def _sixteen_bits_several_times(records):
@@ -127,7 +127,7 @@ def _casts_too_small(records):
     copy_gbps = records.result("00_roofline")["ceilings"]["cuda:0"]["copy_gbps"]
     assert records.record("00_roofline")["device"]["name"] == H100_SXM
     assert round(moved_gb, 2) == 0.24 and round(copy_gbps / 1e3, 2) == 2.95, (moved_gb, copy_gbps)
-    assert moved_gb / copy_gbps < 1e-4                                              # seconds: under 0.1 ms
+    assert moved_gb / copy_gbps < 1e-4  # seconds: under 0.1 ms
     ms = _step(records)["ms_per_step"]
     assert f"{ms['autocast bfloat16'] - ms['float32 (no autocast)']:.2f}" == "0.53", ms
 
@@ -148,7 +148,10 @@ def _shares(records):
 
 def _unscaled_lost_and_subnormal(records):
     result, subnormal_share = _shares(records)
-    assert result["flushed"]["fp16 gradients, unscaled"] > 0 and subnormal_share > 0.5, (result["flushed"], subnormal_share)
+    assert result["flushed"]["fp16 gradients, unscaled"] > 0 and subnormal_share > 0.5, (
+        result["flushed"],
+        subnormal_share,
+    )
 
 
 def _scaled_normal(records):
@@ -165,11 +168,11 @@ def _scaler_trace(records):
     assert growth == 4 and [step for step, s in zip(trace["steps"], skipped) if s] == [inf_at]
     for k in range(1, len(scale)):
         if skipped[k - 1]:
-            assert scale[k] == scale[k - 1] / 2, (k, scale)                          # halved after the inf
+            assert scale[k] == scale[k - 1] / 2, (k, scale)  # halved after the inf
         elif scale[k] != scale[k - 1]:
-            assert scale[k] == 2 * scale[k - 1], (k, scale)                          # doubled, and only after 4 good
+            assert scale[k] == 2 * scale[k - 1], (k, scale)  # doubled, and only after 4 good
             run = 0
-            for s, was in zip(scale[k - 1::-1], skipped[k - 1::-1]):
+            for s, was in zip(scale[k - 1 :: -1], skipped[k - 1 :: -1]):
                 if was or s != scale[k - 1]:
                     break
                 run += 1
@@ -177,6 +180,7 @@ def _scaler_trace(records):
 
 
 # ---- third review -------------------------------------------------------------------------------------------------
+
 
 def _reductions_and_losses_float32(records):
     for dtype, ops in _under_autocast(records).items():
@@ -220,56 +224,94 @@ def _overflow_from_2_30(records):
     ratio = centres[1] / centres[0]
     lower_edge = centres[top] / ratio**0.5
     assert lower_edge * 2.0**30 > 65504, (lower_edge, centres[top])
-    assert centres[top] * ratio**0.5 * 2.0**16 < 65504                        # and at 2¹⁶ none could
+    assert centres[top] * ratio**0.5 * 2.0**16 < 65504  # and at 2¹⁶ none could
 
 
 def _tf32_only_where_allowed(records):
     _highest_keeps_float32(records)
-    _tf32_several_times(records)                          # switched on (05_matmul's own run), TF32 ran
+    _tf32_several_times(records)  # switched on (05_matmul's own run), TF32 ran
 
 
 CLAIMS = [
-    Claim("where one was measured with the same settings, show an H100 SXM's results beside yours.",
-          _h100_records_beside),
-    Claim("On Ampere and newer GPUs, a float32 matmul can run on the tensor cores with TF32 inputs — several times faster",
-          _tf32_several_times),
-    Claim("ops that **run in the low dtype**: `linear`, `matmul`, `conv*`, `bmm`, …: their float32 inputs are cast",
-          _low_dtype_ops),
-    Claim("ops that **run in float32**: losses such as `mse_loss` and `cross_entropy`, and on CUDA also `softmax`, "
-          "`log_softmax`, `layer_norm`, `exp`, `sum`, …;", _float32_ops),
-    Claim("**every other op follows its inputs**: `relu` of a bfloat16 tensor is bfloat16; an addition of bfloat16 and "
-          "float32 is float32, by the usual type promotion.", _others_follow),
-    Claim("| NVIDIA, compute capability ≥ 8.0 (A100, H100, RTX 30xx/40xx, L4) | bfloat16 | no | native bfloat16 tensor "
-          "cores, float32's range |", _native_bfloat16),
-    Claim("On a GPU with tensor cores, the 16-bit formats reach several times float32's rate at large n.",
-          _sixteen_bits_several_times),
-    Claim("The course's H100 SXM run measured 51 TFLOP/s in float32, 394 in TF32 and 779 in bfloat16 at n = 4096",
-          _measured_rates),
+    Claim(
+        "where one was measured with the same settings, show an H100 SXM's results beside yours.", _h100_records_beside
+    ),
+    Claim(
+        "On Ampere and newer GPUs, a float32 matmul can run on the tensor cores with TF32 inputs — several times faster",
+        _tf32_several_times,
+    ),
+    Claim(
+        "ops that **run in the low dtype**: `linear`, `matmul`, `conv*`, `bmm`, …: their float32 inputs are cast",
+        _low_dtype_ops,
+    ),
+    Claim(
+        "ops that **run in float32**: losses such as `mse_loss` and `cross_entropy`, and on CUDA also `softmax`, "
+        "`log_softmax`, `layer_norm`, `exp`, `sum`, …;",
+        _float32_ops,
+    ),
+    Claim(
+        "**every other op follows its inputs**: `relu` of a bfloat16 tensor is bfloat16; an addition of bfloat16 and "
+        "float32 is float32, by the usual type promotion.",
+        _others_follow,
+    ),
+    Claim(
+        "| NVIDIA, compute capability ≥ 8.0 (A100, H100, RTX 30xx/40xx, L4) | bfloat16 | no | native bfloat16 tensor "
+        "cores, float32's range |",
+        _native_bfloat16,
+    ),
+    Claim(
+        "On a GPU with tensor cores, the 16-bit formats reach several times float32's rate at large n.",
+        _sixteen_bits_several_times,
+    ),
+    Claim(
+        "The course's H100 SXM run measured 51 TFLOP/s in float32, 394 in TF32 and 779 in bfloat16 at n = 4096",
+        _measured_rates,
+    ),
     Claim("TF32 sits between.", _tf32_between),
     Claim("At small n every format is limited by launch overhead and memory, and the lines meet.", _lines_meet),
-    Claim("the 16-bit forward pass changes the losses in the third or fourth digit, not the course of training (on an "
-          "H100 SXM, 0.2894 after 20 steps against float32's 0.2893).", _losses_agree),
-    Claim("the peak *rises* (about 118 % at width 1024, counted on a CPU; 140 % at width 4096 on an H100 SXM).",
-          _peak_rises),
-    Claim("on an H100 SXM at width 4096, batch 128, autocast bfloat16 ran at 0.69× the speed of float32 — 1.70 ms a "
-          "step against 1.17 ms — though a 4096 × 4096 bfloat16 matmul alone runs 15× faster there.", _step_slower),
-    Claim("The casts cannot be all of it: with the 16-bit gradients they move about 0.24 GB a step, under 0.1 ms at the "
-          "2.95 TB/s lesson 00 measured on the same GPU, against the 0.53 ms lost.", _casts_too_small),
+    Claim(
+        "the 16-bit forward pass changes the losses in the third or fourth digit, not the course of training (on an "
+        "H100 SXM, 0.2894 after 20 steps against float32's 0.2893).",
+        _losses_agree,
+    ),
+    Claim(
+        "the peak *rises* (about 118 % at width 1024, counted on a CPU; 140 % at width 4096 on an H100 SXM).",
+        _peak_rises,
+    ),
+    Claim(
+        "on an H100 SXM at width 4096, batch 128, autocast bfloat16 ran at 0.69× the speed of float32 — 1.70 ms a "
+        "step against 1.17 ms — though a 4096 × 4096 bfloat16 matmul alone runs 15× faster there.",
+        _step_slower,
+    ),
+    Claim(
+        "The casts cannot be all of it: with the 16-bit gradients they move about 0.24 GB a step, under 0.1 ms at the "
+        "2.95 TB/s lesson 00 measured on the same GPU, against the 0.53 ms lost.",
+        _casts_too_small,
+    ),
     Claim("(even square, at n = 1024, bfloat16 ran only 4.1× faster than float32 on that H100)", _square_1024),
-    Claim("Unscaled, a part of the gradients lies below float16's smallest subnormal and would be lost, and most lie in "
-          "the subnormal range, keeping only a few digits.", _unscaled_lost_and_subnormal),
+    Claim(
+        "Unscaled, a part of the gradients lies below float16's smallest subnormal and would be lost, and most lie in "
+        "the subnormal range, keeping only a few digits.",
+        _unscaled_lost_and_subnormal,
+    ),
     Claim("2¹⁶ moves nearly all of them into float16's normal range.", _scaled_normal),
-    Claim("On the right: the scale doubles every 4 good steps (2000 by default), and the injected inf halves it and "
-          "skips its step", _scaler_trace),
+    Claim(
+        "On the right: the scale doubles every 4 good steps (2000 by default), and the injected inf halves it and "
+        "skips its step",
+        _scaler_trace,
+    ),
     Claim("keeps losses (and on CUDA softmax, norms, …) in float32", _summary_lists),
     Claim("linear is on autocast's low-precision list: its inputs are cast to float16.", _linear_float16),
     # third review
     Claim("reductions and losses run in float32", _reductions_and_losses_float32),
-    Claim("PyTorch leaves it off for matmuls by default (since 1.12; it is on for cuDNN convolutions).",
-          _tf32_off_for_matmuls_on_for_convolutions),
+    Claim(
+        "PyTorch leaves it off for matmuls by default (since 1.12; it is on for cuDNN convolutions).",
+        _tf32_off_for_matmuls_on_for_convolutions,
+    ),
     Claim('torch.set_float32_matmul_precision("high") # "highest", the default, keeps float32', _highest_keeps_float32),
-    Claim('torch.backends.cudnn.conv.fp32_precision = "tf32" # already the default for convolutions',
-          _conv_tf32_default),
+    Claim(
+        'torch.backends.cudnn.conv.fp32_precision = "tf32" # already the default for convolutions', _conv_tf32_default
+    ),
     Claim("Time: the 16-bit matmuls are faster (section 6)", _sixteen_bit_matmuls_faster),
     Claim("Push the scale to 2³⁰ and beyond: the largest gradients pass 65504 and overflow", _overflow_from_2_30),
     Claim("TF32 is off for float32 matmuls by default", _tf32_off_for_matmuls_on_for_convolutions),
@@ -277,71 +319,133 @@ CLAIMS = [
 ]
 
 UNSHOWN = [
-    Unshown("an NVIDIA GPU from Ampere (compute capability 8.0) on",
-            "a rule across GPU generations (NVIDIA's architecture documents); the records hold one GPU, of 9.0"),
-    Unshown("It is how Ampere and newer tensor cores read float32 inputs for a matmul: float32's range, float16's 10-bit "
-            "mantissa, with the products summed in float32.",
-            "the format inside the tensor cores is NVIDIA's description; a timing cannot show it"),
-    Unshown("stores weights and activations for the fastest matmuls on GPUs with FP8 tensor cores — Ada (compute "
-            "capability 8.9: L4, L40S, RTX 4090), Hopper and newer —",
-            "no FP8 matmul was recorded, and no Ada GPU"),
-    Unshown("the tensor cores add a matmul's products in float32",
-            "NVIDIA's description of the tensor cores; the records hold timings, not the accumulator's format"),
-    Unshown("when cuBLAS splits a 16-bit matmul's inner dimension into parts (split-K), it may add the partial sums in "
-            "16 bits", "PyTorch's numerical-accuracy notes; no record measures the sums' precision"),
+    Unshown(
+        "an NVIDIA GPU from Ampere (compute capability 8.0) on",
+        "a rule across GPU generations (NVIDIA's architecture documents); the records hold one GPU, of 9.0",
+    ),
+    Unshown(
+        "It is how Ampere and newer tensor cores read float32 inputs for a matmul: float32's range, float16's 10-bit "
+        "mantissa, with the products summed in float32.",
+        "the format inside the tensor cores is NVIDIA's description; a timing cannot show it",
+    ),
+    Unshown(
+        "stores weights and activations for the fastest matmuls on GPUs with FP8 tensor cores — Ada (compute "
+        "capability 8.9: L4, L40S, RTX 4090), Hopper and newer —",
+        "no FP8 matmul was recorded, and no Ada GPU",
+    ),
+    Unshown(
+        "the tensor cores add a matmul's products in float32",
+        "NVIDIA's description of the tensor cores; the records hold timings, not the accumulator's format",
+    ),
+    Unshown(
+        "when cuBLAS splits a 16-bit matmul's inner dimension into parts (split-K), it may add the partial sums in "
+        "16 bits",
+        "PyTorch's numerical-accuracy notes; no record measures the sums' precision",
+    ),
     Unshown("On NVIDIA GPUs before Ampere, TF32 itself changes nothing.", "no pre-Ampere GPU was recorded"),
-    Unshown("by rounding float32 inputs to TF32's 10 mantissa bits and multiplying in float32 — what the tensor cores do",
-            "NVIDIA's description of TF32; the lesson's cell emulates it on the CPU"),
-    Unshown("| NVIDIA 7.x (T4, V100) | float16 | **yes** | no bfloat16 hardware: float16 tensor cores only |",
-            "no T4 or V100 was recorded"),
-    Unshown("`torch.cuda.is_bf16_supported()` returns **True on a T4**: bfloat16 *works* there, emulated in float32 "
-            "arithmetic, slower than float32 itself.", "no T4 was recorded (the simulated T4 answers as PyTorch does)"),
-    Unshown("(On a free Colab T4, choosing bfloat16 by the plain check makes the \"mixed precision\" run slower than "
-            "float32.)", "no T4 was recorded"),
-    Unshown("against its data sheet's 67 float32 and 989 bfloat16 without sparsity (the H100 PCIe card, on PCIe 5.0: "
-            "about 51 and 756).", "NVIDIA's H100 data sheet; the recorded rates are the sentence before it"),
-    Unshown("The long-dashed lines are an H100 SXM's published rates in each format (PyTorch 2.7, a run posted to "
-            "zzc0721/torch-performance-test-data), not this machine's.", "a published measurement, labelled as such"),
-    Unshown("The gain grows with the work each weight does — larger batches, longer sequences —",
-            "the record holds one width and one batch (4096, 128)"),
-    Unshown("To see where the time goes, profile the step, as lesson 07 does.",
-            "the shipped profile (07_profile) is of another step, without autocast: the cause of the 0.69× is in no "
-            "record, and the lesson says so"),
-    Unshown("(the backward formulas are the same on every device, and in float16 the same operations run in float16)",
-            "the records hold no dispatch trace of a GPU's backward pass; the lesson's trace runs on the CPU, and "
-            "PyTorch's derivative formulas (tools/autograd/derivatives.yaml) do not depend on the device"),
-    Unshown("each is made by a float16 matmul and only then cast to float32 (section 3).",
-            "shown by the lesson's CPU trace under float16 autocast, not by a GPU record"),
-    Unshown("In eager mode autocast applies to every operation run inside the region, and a backward pass run there is "
-            "no exception", "shown on the CPU by the lesson's cell, and in torch.autocast's docstring "
-            "(torch/amp/autocast_mode.py); no GPU record runs a backward pass inside autocast"),
+    Unshown(
+        "by rounding float32 inputs to TF32's 10 mantissa bits and multiplying in float32 — what the tensor cores do",
+        "NVIDIA's description of TF32; the lesson's cell emulates it on the CPU",
+    ),
+    Unshown(
+        "| NVIDIA 7.x (T4, V100) | float16 | **yes** | no bfloat16 hardware: float16 tensor cores only |",
+        "no T4 or V100 was recorded",
+    ),
+    Unshown(
+        "`torch.cuda.is_bf16_supported()` returns **True on a T4**: bfloat16 *works* there, emulated in float32 "
+        "arithmetic, slower than float32 itself.",
+        "no T4 was recorded (the simulated T4 answers as PyTorch does)",
+    ),
+    Unshown(
+        '(On a free Colab T4, choosing bfloat16 by the plain check makes the "mixed precision" run slower than '
+        "float32.)",
+        "no T4 was recorded",
+    ),
+    Unshown(
+        "against its data sheet's 67 float32 and 989 bfloat16 without sparsity (the H100 PCIe card, on PCIe 5.0: "
+        "about 51 and 756).",
+        "NVIDIA's H100 data sheet; the recorded rates are the sentence before it",
+    ),
+    Unshown(
+        "The long-dashed lines are an H100 SXM's published rates in each format (PyTorch 2.7, a run posted to "
+        "zzc0721/torch-performance-test-data), not this machine's.",
+        "a published measurement, labelled as such",
+    ),
+    Unshown(
+        "The gain grows with the work each weight does — larger batches, longer sequences —",
+        "the record holds one width and one batch (4096, 128)",
+    ),
+    Unshown(
+        "To see where the time goes, profile the step, as lesson 07 does.",
+        "the shipped profile (07_profile) is of another step, without autocast: the cause of the 0.69× is in no "
+        "record, and the lesson says so",
+    ),
+    Unshown(
+        "(the backward formulas are the same on every device, and in float16 the same operations run in float16)",
+        "the records hold no dispatch trace of a GPU's backward pass; the lesson's trace runs on the CPU, and "
+        "PyTorch's derivative formulas (tools/autograd/derivatives.yaml) do not depend on the device",
+    ),
+    Unshown(
+        "each is made by a float16 matmul and only then cast to float32 (section 3).",
+        "shown by the lesson's CPU trace under float16 autocast, not by a GPU record",
+    ),
+    Unshown(
+        "In eager mode autocast applies to every operation run inside the region, and a backward pass run there is "
+        "no exception",
+        "shown on the CPU by the lesson's cell, and in torch.autocast's docstring "
+        "(torch/amp/autocast_mode.py); no GPU record runs a backward pass inside autocast",
+    ),
     Unshown("TF32: a matmul input format on Ampere+", "NVIDIA's architecture documents"),
     Unshown("float16 with a scaler on a T4 (`is_bf16_supported()` says True there: emulated)", "no T4 was recorded"),
-    Unshown("On a T4, `torch.cuda.is_bf16_supported()` returns True. Should you train in bfloat16 there?",
-            "no T4 was recorded"),
+    Unshown(
+        "On a T4, `torch.cuda.is_bf16_supported()` returns True. Should you train in bfloat16 there?",
+        "no T4 was recorded",
+    ),
     Unshown("What does `torch.set_float32_matmul_precision('high')` change on an A100?", "no A100 was recorded"),
-    Unshown("an older CUDA GPU (a T4 is 7.5, a V100 7.0): `(torch.float16, True)` — even though "
-            "`torch.cuda.is_bf16_supported()` says True there", "no T4 or V100 was recorded; the check pretends them",
-            where=SOLUTIONS),
+    Unshown(
+        "an older CUDA GPU (a T4 is 7.5, a V100 7.0): `(torch.float16, True)` — even though "
+        "`torch.cuda.is_bf16_supported()` says True there",
+        "no T4 or V100 was recorded; the check pretends them",
+        where=SOLUTIONS,
+    ),
     # third review
-    Unshown("Where the column says no, PyTorch may still accept bfloat16 tensors — by emulating them, slower than "
-            "float32.", "no recorded device lacks native bfloat16: the H100 and its Xeon host (AVX-512) both say bf16"),
-    Unshown("TF32 costs about three orders of magnitude of accuracy against float32",
-            "the lesson's cell emulates TF32 on the CPU; no record measures a TF32 matmul's error on a GPU"),
-    Unshown("| Apple MPS | float16 (autocast's default there) | yes, from torch 2.8 |",
-            "no Apple GPU ran the course's records"),
-    Unshown("the peak drops, by less than half (width 128 here: about 77 % of float32's, counted on a CPU)",
-            "counted on a CPU, as it says; the H100's 05_step record is at width 4096 only"),
-    Unshown("autocast adds a 16-bit copy of each weight, which backward keeps until it passes the layer, and a 16-bit "
-            "gradient of each weight on its way to the float32 one",
-            "05_step holds a whole step's peak, not what it is made of (its rise, 140 %, is claimed)"),
-    Unshown("at small widths every device is limited by overhead, where mixed precision cannot help",
-            "05_step ran at width 4096 only; 05_matmul's small n (claimed: the lines meet) are matmuls, not steps"),
-    Unshown("the weights are not touched by a step whose gradients are not finite",
-            "05_underflow's trace keeps the scale of each step (its skipped step is read from the halving); no weight "
-            "was recorded"),
-    Unshown("their gradients arrive in float32, made in 16 bits first",
-            "shown by the lesson's CPU trace; no GPU record holds a gradient's dtype or a backward pass's operations"),
-    Unshown('Apple\'s "mps": torch.float16, with a scaler only where this torch\'s GradScaler works on MPS, from torch 2.8 on',
-            "no Apple GPU ran the course's records", where=SOLUTIONS),
+    Unshown(
+        "Where the column says no, PyTorch may still accept bfloat16 tensors — by emulating them, slower than float32.",
+        "no recorded device lacks native bfloat16: the H100 and its Xeon host (AVX-512) both say bf16",
+    ),
+    Unshown(
+        "TF32 costs about three orders of magnitude of accuracy against float32",
+        "the lesson's cell emulates TF32 on the CPU; no record measures a TF32 matmul's error on a GPU",
+    ),
+    Unshown(
+        "| Apple MPS | float16 (autocast's default there) | yes, from torch 2.8 |",
+        "no Apple GPU ran the course's records",
+    ),
+    Unshown(
+        "the peak drops, by less than half (width 128 here: about 77 % of float32's, counted on a CPU)",
+        "counted on a CPU, as it says; the H100's 05_step record is at width 4096 only",
+    ),
+    Unshown(
+        "autocast adds a 16-bit copy of each weight, which backward keeps until it passes the layer, and a 16-bit "
+        "gradient of each weight on its way to the float32 one",
+        "05_step holds a whole step's peak, not what it is made of (its rise, 140 %, is claimed)",
+    ),
+    Unshown(
+        "at small widths every device is limited by overhead, where mixed precision cannot help",
+        "05_step ran at width 4096 only; 05_matmul's small n (claimed: the lines meet) are matmuls, not steps",
+    ),
+    Unshown(
+        "the weights are not touched by a step whose gradients are not finite",
+        "05_underflow's trace keeps the scale of each step (its skipped step is read from the halving); no weight "
+        "was recorded",
+    ),
+    Unshown(
+        "their gradients arrive in float32, made in 16 bits first",
+        "shown by the lesson's CPU trace; no GPU record holds a gradient's dtype or a backward pass's operations",
+    ),
+    Unshown(
+        "Apple's \"mps\": torch.float16, with a scaler only where this torch's GradScaler works on MPS, from torch 2.8 on",
+        "no Apple GPU ran the course's records",
+        where=SOLUTIONS,
+    ),
 ]

@@ -32,7 +32,10 @@ def _ran_gloo_on_the_host(records):
         record = records.record(name)
         _one_gpu_machine(record)
         assert (record["result"]["backend"], record["result"]["device"]) == ("gloo", "cpu"), (
-            name, record["result"]["backend"], record["result"]["device"])
+            name,
+            record["result"]["backend"],
+            record["result"]["device"],
+        )
 
 
 def _described_as_the_hosts(records):
@@ -43,7 +46,8 @@ def _described_as_the_hosts(records):
     for name in RECORDS_06:
         assert reference.describe(name).startswith(
             "reference: gloo between processes on the host (Intel(R) Xeon(R) Processor, 16 cores) of a machine with "
-            "NVIDIA H100 80GB HBM3 (H100 SXM"), reference.describe(name)
+            "NVIDIA H100 80GB HBM3 (H100 SXM"
+        ), reference.describe(name)
 
 
 def _two_processes_on_the_xeon_lose(records):
@@ -73,16 +77,16 @@ def _ddp_gradients_within_rounding(records):
     ddp = max(result["max_abs_difference"]["DDP, all-reduced"])
     alone = max(result["max_abs_difference"]["rank 0's share alone"])
     eps = 2.0**-23 * result["largest_gradient"]
-    assert 1e-9 <= ddp <= 4 * eps and round(math.log10(ddp)) in (-8, -7), (ddp, eps)   # "about 10⁻⁸"
-    assert alone > 1e6 * ddp, (alone, ddp)                                             # "far off"
+    assert 1e-9 <= ddp <= 4 * eps and round(math.log10(ddp)) in (-8, -7), (ddp, eps)  # "about 10⁻⁸"
+    assert alone > 1e6 * ddp, (alone, ddp)  # "far off"
 
 
 def _gloo_alpha_and_bandwidth(records):
     result = records.result("06_allreduce")
     assert (result["backend"], result["device"]) == ("gloo", "cpu")
     for name, fit in result["fit"].items():
-        assert 10e-6 <= fit["alpha_s"] < 10e-3, (name, fit)               # tens of µs to milliseconds
-        assert 1 <= max(result["busbw_gbps"][name]) < 10, result["busbw_gbps"][name]   # a few GB/s
+        assert 10e-6 <= fit["alpha_s"] < 10e-3, (name, fit)  # tens of µs to milliseconds
+        assert 1 <= max(result["busbw_gbps"][name]) < 10, result["busbw_gbps"][name]  # a few GB/s
 
 
 def _the_legend_says_gloo_on_the_host(records):
@@ -90,13 +94,20 @@ def _the_legend_says_gloo_on_the_host(records):
     from gpulab import figures, plots
 
     _ran_gloo_on_the_host(records)
-    for name, draw in (("06_allreduce", figures.allreduce), ("06_gradients", figures.ddp_gradients),
-                       ("06_throughput", figures.ddp_throughput)):
-        for backend, device in (("gloo", "cpu"), ("nccl", "cuda:0")):           # a reader on CPUs, and on GPUs
+    for name, draw in (
+        ("06_allreduce", figures.allreduce),
+        ("06_gradients", figures.ddp_gradients),
+        ("06_throughput", figures.ddp_throughput),
+    ):
+        for backend, device in (("gloo", "cpu"), ("nccl", "cuda:0")):  # a reader on CPUs, and on GPUs
             figure = plots.new_figure((11, 3.6))
             draw(dict(records.result(name), backend=backend, device=device), figure)
-            labels = [line.get_label() for ax in figure.axes for line in ax.get_lines()
-                      if (line.get_gid() or "").startswith("reference|")]
+            labels = [
+                line.get_label()
+                for ax in figure.axes
+                for line in ax.get_lines()
+                if (line.get_gid() or "").startswith("reference|")
+            ]
             assert labels, name
             for label in labels:
                 assert label.endswith(" · gloo on the 16-core host of the H100 SXM machine (reference)"), label
@@ -104,6 +115,7 @@ def _the_legend_says_gloo_on_the_host(records):
 
 
 # ---- third review: what the gloo records show of the curves (no GPU in them) ---------------------------------------
+
 
 def _rank_0_alone_far_off(records):
     result = records.result("06_gradients")
@@ -133,74 +145,127 @@ def _bus_bandwidth_climbs_and_flattens(records):
     for name, busbw in result["busbw_gbps"].items():
         n = int(name.split()[0])
         bound = 1e-9 / result["fit"][name]["beta_s_per_byte"] * 2 * (n - 1) / n
-        assert busbw == sorted(busbw), busbw                                        # climbs with size
-        assert busbw[-1] / busbw[-2] < 1.05 and 0.8 * bound < busbw[-1] < bound, (busbw, bound)   # and flattens
+        assert busbw == sorted(busbw), busbw  # climbs with size
+        assert busbw[-1] / busbw[-2] < 1.05 and 0.8 * bound < busbw[-1] < bound, (busbw, bound)  # and flattens
 
 
 CLAIMS = [
-    Claim("Everywhere else — a laptop, a CPU runtime, a machine with one GPU — they run the same code over "
-          "gloo, PyTorch's CPU backend, with one process per rank", _ran_gloo_on_the_host),
-    Claim("one GPU: NCCL runs one process per GPU, and this lesson runs 2 or more processes, so it runs gloo",
-          _ran_gloo_on_the_host),
-    Claim("its link to the host, PCIe 5.0 ×16, 63 GB/s per direction in theory (the H100 SXM of the course's "
-          "records copied 54 GB/s from pinned host memory to the GPU, lesson 02)", _pinned_copy_on_pcie_5),
+    Claim(
+        "Everywhere else — a laptop, a CPU runtime, a machine with one GPU — they run the same code over "
+        "gloo, PyTorch's CPU backend, with one process per rank",
+        _ran_gloo_on_the_host,
+    ),
+    Claim(
+        "one GPU: NCCL runs one process per GPU, and this lesson runs 2 or more processes, so it runs gloo",
+        _ran_gloo_on_the_host,
+    ),
+    Claim(
+        "its link to the host, PCIe 5.0 ×16, 63 GB/s per direction in theory (the H100 SXM of the course's "
+        "records copied 54 GB/s from pinned host memory to the GPU, lesson 02)",
+        _pinned_copy_on_pcie_5,
+    ),
     Claim("over gloo, α of tens of microseconds to milliseconds, and a few GB/s", _gloo_alpha_and_bandwidth),
-    Claim("DDP's gradients differ from one process's by about 10⁻⁸ — float32 rounding",
-          _ddp_gradients_within_rounding),
-    Claim("on the 16-core Xeon host of the H100 SXM machine (the reference drawn beside yours, gloo between host "
-          "processes, no GPU), 2 processes over gloo at width 512 and batch 256 trained 0.63× as many samples per "
-          "second as one.", _two_processes_on_the_xeon_lose),
-    Claim("Where the reference result names a backend (processes on that host, as lesson 06's gloo), the label "
-          "says it and whose host it was", _the_legend_says_gloo_on_the_host, where="src/gpulab/plots.py"),
-    Claim("lesson 06's three records are gloo between processes on that machine's host CPU, not NCCL between GPUs",
-          _described_as_the_hosts, where="README.md"),
+    Claim("DDP's gradients differ from one process's by about 10⁻⁸ — float32 rounding", _ddp_gradients_within_rounding),
+    Claim(
+        "on the 16-core Xeon host of the H100 SXM machine (the reference drawn beside yours, gloo between host "
+        "processes, no GPU), 2 processes over gloo at width 512 and batch 256 trained 0.63× as many samples per "
+        "second as one.",
+        _two_processes_on_the_xeon_lose,
+    ),
+    Claim(
+        "Where the reference result names a backend (processes on that host, as lesson 06's gloo), the label "
+        "says it and whose host it was",
+        _the_legend_says_gloo_on_the_host,
+        where="src/gpulab/plots.py",
+    ),
+    Claim(
+        "lesson 06's three records are gloo between processes on that machine's host CPU, not NCCL between GPUs",
+        _described_as_the_hosts,
+        where="README.md",
+    ),
     # third review
-    Claim("Rank 0's own gradient, before the all-reduce, is far off: it saw only its share of the batch.",
-          _rank_0_alone_far_off),
+    Claim(
+        "Rank 0's own gradient, before the all-reduce, is far off: it saw only its share of the batch.",
+        _rank_0_alone_far_off,
+    ),
     Claim("DDP's gradients equal one process's, to float32 rounding.", _ddp_gradients_within_rounding),
     Claim("The left curves are flat, then rise: the flat part is α, the rising part β·S.", _flat_then_rising),
-    Claim("The bus bandwidth climbs with size towards 1/β · 2(n − 1)/n and flattens",
-          _bus_bandwidth_climbs_and_flattens),
+    Claim(
+        "The bus bandwidth climbs with size towards 1/β · 2(n − 1)/n and flattens", _bus_bandwidth_climbs_and_flattens
+    ),
 ]
 
-_ONE_GPU = ("the H100 SXM machine had one GPU, so lesson 06 ran gloo between host processes there; no record "
-            "holds NCCL or two GPUs")
+_ONE_GPU = (
+    "the H100 SXM machine had one GPU, so lesson 06 ran gloo between host processes there; no record "
+    "holds NCCL or two GPUs"
+)
 
 UNSHOWN = [
-    Unshown("At every forward call it copies the model from GPU 0 to the others, splits the batch, runs the "
-            "copies in threads, gathers the outputs on GPU 0", _ONE_GPU + " (nn.DataParallel needs two)"),
-    Unshown('NCCL needs a GPU per process: two processes on one GPU fail where NCCL sets up their communicator, '
-            'with "Duplicate GPU detected" — inside init_process_group when it is given device_id=',
-            _ONE_GPU + "; the source is torch/distributed/distributed_c10d.py (device_id: the communicator is "
-            "formed at once) and NCCL's init; the simulated node raises the same error at the same place "
-            "(gpulab/simulated/nccl.py)"),
-    Unshown("Nothing has used a GPU before those forks, which is what CUDA asks of a forked process.",
-            "CUDA's rule for fork; the H100 run's torchrun ranks ran gloo on the host, and no record holds a fork"),
-    Unshown("Over NCCL, all_reduce returns as soon as the work is queued on the GPU, and rank 0 waits at the first "
-            "line that needs the result", _ONE_GPU),
+    Unshown(
+        "At every forward call it copies the model from GPU 0 to the others, splits the batch, runs the "
+        "copies in threads, gathers the outputs on GPU 0",
+        _ONE_GPU + " (nn.DataParallel needs two)",
+    ),
+    Unshown(
+        "NCCL needs a GPU per process: two processes on one GPU fail where NCCL sets up their communicator, "
+        'with "Duplicate GPU detected" — inside init_process_group when it is given device_id=',
+        _ONE_GPU + "; the source is torch/distributed/distributed_c10d.py (device_id: the communicator is "
+        "formed at once) and NCCL's init; the simulated node raises the same error at the same place "
+        "(gpulab/simulated/nccl.py)",
+    ),
+    Unshown(
+        "Nothing has used a GPU before those forks, which is what CUDA asks of a forked process.",
+        "CUDA's rule for fork; the H100 run's torchrun ranks ran gloo on the host, and no record holds a fork",
+    ),
+    Unshown(
+        "Over NCCL, all_reduce returns as soon as the work is queued on the GPU, and rank 0 waits at the first "
+        "line that needs the result",
+        _ONE_GPU,
+    ),
     Unshown("gloo raises in the waiting call, NCCL's watchdog thread aborts the process", _ONE_GPU),
-    Unshown("Except where the switches add: on GPUs joined by NVSwitches (an 8-GPU H100 or H200 SXM board), NCCL's "
-            "NVLS algorithm lets the switches do the additions", _ONE_GPU + "; the source is nccl-tests "
-            "doc/PERFORMANCE.md (the 2(n − 1)/n factor holds for algorithms of sends and receives) and the "
-            "published 8×H200 run (NVLS from 2 MiB up)"),
-    Unshown("For scale: NVLink 4 moves 450 GB/s per direction per H100 SXM", "NVIDIA's H100 data sheet (900 GB/s "
-            "both directions); the machine had one GPU, so no NVLink traffic was measured"),
+    Unshown(
+        "Except where the switches add: on GPUs joined by NVSwitches (an 8-GPU H100 or H200 SXM board), NCCL's "
+        "NVLS algorithm lets the switches do the additions",
+        _ONE_GPU + "; the source is nccl-tests "
+        "doc/PERFORMANCE.md (the 2(n − 1)/n factor holds for algorithms of sends and receives) and the "
+        "published 8×H200 run (NVLS from 2 MiB up)",
+    ),
+    Unshown(
+        "For scale: NVLink 4 moves 450 GB/s per direction per H100 SXM",
+        "NVIDIA's H100 data sheet (900 GB/s "
+        "both directions); the machine had one GPU, so no NVLink traffic was measured",
+    ),
     Unshown("On GPUs with NVLink, expect α of tens of microseconds and hundreds of GB/s", _ONE_GPU),
-    Unshown("The long-dashed lines are published bus bandwidths of 8 H200 SXM GPUs over NVLink 4 (stas00's "
-            "ml-engineering), not this machine's: 220 GB/s at 16 MiB messages and 482 GB/s at 16 GiB",
-            "a published measurement (gpulab.reference.PUBLISHED, allreduce-8xh200-*, with its source), not a record"),
-    Unshown("above NVLink 4's 450 GB/s, because from 2 MiB up NCCL chose NVLS, and the NVSwitches did the additions",
-            "what the published source (stas00/ml-engineering, all-reduce-8xH200.md) says of its run"),
-    Unshown("On GPUs, NCCL runs on its own CUDA streams and links, beside the computation — but its kernels "
-            "occupy SMs and memory bandwidth too", _ONE_GPU),
-    Unshown("On GPUs this needs no processes at all: kernel launches return at once, so one Python thread keeps "
-            "two GPUs busy", _ONE_GPU + " (section 9 needs two GPUs)"),
-    Unshown("bus bandwidth S/t · 2(n − 1)/n compares with link speeds — unless the switches add, as with NCCL's NVLS",
-            _ONE_GPU),
+    Unshown(
+        "The long-dashed lines are published bus bandwidths of 8 H200 SXM GPUs over NVLink 4 (stas00's "
+        "ml-engineering), not this machine's: 220 GB/s at 16 MiB messages and 482 GB/s at 16 GiB",
+        "a published measurement (gpulab.reference.PUBLISHED, allreduce-8xh200-*, with its source), not a record",
+    ),
+    Unshown(
+        "above NVLink 4's 450 GB/s, because from 2 MiB up NCCL chose NVLS, and the NVSwitches did the additions",
+        "what the published source (stas00/ml-engineering, all-reduce-8xH200.md) says of its run",
+    ),
+    Unshown(
+        "On GPUs, NCCL runs on its own CUDA streams and links, beside the computation — but its kernels "
+        "occupy SMs and memory bandwidth too",
+        _ONE_GPU,
+    ),
+    Unshown(
+        "On GPUs this needs no processes at all: kernel launches return at once, so one Python thread keeps "
+        "two GPUs busy",
+        _ONE_GPU + " (section 9 needs two GPUs)",
+    ),
+    Unshown(
+        "bus bandwidth S/t · 2(n − 1)/n compares with link speeds — unless the switches add, as with NCCL's NVLS",
+        _ONE_GPU,
+    ),
     Unshown("NCCL refuses two ranks on one device", _ONE_GPU),
-    Unshown("(torch.load would otherwise put them where they were saved from: rank 0's GPU)",
-            "torch.load's map_location semantics; the exercise's checks run gloo on the CPU everywhere, and no "
-            "record holds a checkpoint loaded across GPUs", where=SOLUTIONS),
+    Unshown(
+        "(torch.load would otherwise put them where they were saved from: rank 0's GPU)",
+        "torch.load's map_location semantics; the exercise's checks run gloo on the CPU everywhere, and no "
+        "record holds a checkpoint loaded across GPUs",
+        where=SOLUTIONS,
+    ),
     # third review
     Unshown("Where there are two or more CUDA GPUs, the scripts use NCCL, one GPU per process.", _ONE_GPU),
     Unshown("(the same code NCCL runs on GPUs)", _ONE_GPU),
@@ -209,25 +274,43 @@ UNSHOWN = [
     Unshown("gloo waits here for every rank; NCCL queues it on the GPU and returns", _ONE_GPU),
     Unshown(".item() waits for the GPU: where an NCCL rank waits", _ONE_GPU),
     Unshown("and on a GPU machine with several GPUs, this script runs unchanged with NCCL", _ONE_GPU),
-    Unshown("on CUDA the DataLoader pins the batches (pin_memory=True) and .to(device, non_blocking=True) copies them "
-            "without waiting (lessons 02 and 03)",
-            "ddp_train.py ran over gloo on the host in the H100 run (nbval), so it copied nothing to the GPU; lessons 02 "
-            "and 03 hold their own pinned, non_blocking copies to their records"),
-    Unshown("a number added to a tensor is no copy",
-            "ddp_train.py ran on the host in the H100 run; no record counts its copies on a GPU"),
-    Unshown("NCCL picks its algorithm (ring, tree, NVLS) and protocol by message size and topology",
-            _ONE_GPU + "; NCCL's documentation (NCCL_ALGO, NCCL_PROTO)"),
-    Unshown("With more processes, α grows (more steps in the ring) while the bus bandwidth, if the links are not "
-            "shared, stays about the same.", "06_allreduce ran 2 processes only (gloo, on the host)"),
-    Unshown("DDP gets close when a step's computation is long next to its all-reduce — a wide layer, a large batch per "
-            "process.", "06_throughput holds one setting (width 512, batch 256, gloo on the host), where 2 processes "
-            "lost (claimed): no record shows DDP near N×"),
-    Unshown("Close to 2× where the two devices (or cores) are really separate",
-            "no record of section 9: the H100 machine had one GPU, and the CPU analogue's output was not kept"),
+    Unshown(
+        "on CUDA the DataLoader pins the batches (pin_memory=True) and .to(device, non_blocking=True) copies them "
+        "without waiting (lessons 02 and 03)",
+        "ddp_train.py ran over gloo on the host in the H100 run (nbval), so it copied nothing to the GPU; lessons 02 "
+        "and 03 hold their own pinned, non_blocking copies to their records",
+    ),
+    Unshown(
+        "a number added to a tensor is no copy",
+        "ddp_train.py ran on the host in the H100 run; no record counts its copies on a GPU",
+    ),
+    Unshown(
+        "NCCL picks its algorithm (ring, tree, NVLS) and protocol by message size and topology",
+        _ONE_GPU + "; NCCL's documentation (NCCL_ALGO, NCCL_PROTO)",
+    ),
+    Unshown(
+        "With more processes, α grows (more steps in the ring) while the bus bandwidth, if the links are not "
+        "shared, stays about the same.",
+        "06_allreduce ran 2 processes only (gloo, on the host)",
+    ),
+    Unshown(
+        "DDP gets close when a step's computation is long next to its all-reduce — a wide layer, a large batch per "
+        "process.",
+        "06_throughput holds one setting (width 512, batch 256, gloo on the host), where 2 processes "
+        "lost (claimed): no record shows DDP near N×",
+    ),
+    Unshown(
+        "Close to 2× where the two devices (or cores) are really separate",
+        "no record of section 9: the H100 machine had one GPU, and the CPU analogue's output was not kept",
+    ),
     Unshown("launches return at once: both GPUs work together", _ONE_GPU + " (section 9 needs two GPUs)"),
-    Unshown("a checkpoint saved from cuda:0 loads onto cuda:0 in every process — 8 copies on one GPU",
-            _ONE_GPU + "; torch.load's map_location semantics (torch/serialization.py)"),
+    Unshown(
+        "a checkpoint saved from cuda:0 loads onto cuda:0 in every process — 8 copies on one GPU",
+        _ONE_GPU + "; torch.load's map_location semantics (torch/serialization.py)",
+    ),
     Unshown("NCCL between GPUs (one per process)", _ONE_GPU),
-    Unshown("over NCCL, the call returns once the work is queued, and rank 0 waits where it first needs the result",
-            _ONE_GPU),
+    Unshown(
+        "over NCCL, the call returns once the work is queued, and rank 0 waits where it first needs the result",
+        _ONE_GPU,
+    ),
 ]

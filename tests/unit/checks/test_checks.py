@@ -34,7 +34,7 @@ def test_gpulab_checks_exports_each_name_it_lists_and_its_docstring_names_each_p
         assert name in gpulab.checks.__doc__, f"gpulab.checks' docstring does not name {name}"
     for module in set(gpulab.checks._LAZY.values()):
         assert f":mod:`.{module}`" in gpulab.checks.__doc__, module
-    assert not hasattr(gpulab.checks, "SimulatedGPU")            # only its new name here
+    assert not hasattr(gpulab.checks, "SimulatedGPU")  # only its new name here
 
 
 def test_no_module_of_gpulab_checks_shares_its_name_with_another_module_of_gpulab():

@@ -16,7 +16,7 @@ def test_simulated_memory_counts_blocks_and_runs_out_like_cuda():
         torch.cuda.reset_peak_memory_stats()
         spike = gpu.allocate(200 * MiB)
         spike.free()
-        spike.free()                                  # freeing twice frees once
+        spike.free()  # freeing twice frees once
         assert torch.cuda.memory_allocated() == torch.accelerator.memory_allocated() == 300 * MiB
         assert torch.cuda.max_memory_allocated("cuda:0") == 500 * MiB
         assert torch.cuda.mem_get_info() == (2**30 - 300 * MiB, 2**30)
@@ -52,7 +52,7 @@ def test_simulated_memory_with_a_cache_tells_allocated_from_reserved():
         assert torch.cuda.mem_get_info() == (GiB - 500 * MiB, GiB) and memory.reserved == 500 * MiB
         torch.cuda.reset_peak_memory_stats()
         assert (torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()) == (300 * MiB, 500 * MiB)
-        small = memory.allocate(100 * MiB)             # from the cached segment: nothing new reserved
+        small = memory.allocate(100 * MiB)  # from the cached segment: nothing new reserved
         assert (torch.cuda.memory_allocated(), torch.cuda.memory_reserved()) == (400 * MiB, 500 * MiB)
         assert torch.cuda.memory_stats()["allocated_bytes.all.peak"] == 400 * MiB
         assert torch.accelerator.memory_allocated() == 400 * MiB
@@ -60,7 +60,7 @@ def test_simulated_memory_with_a_cache_tells_allocated_from_reserved():
         torch.cuda.empty_cache()
         assert (torch.cuda.memory_allocated(), torch.cuda.memory_reserved()) == (300 * MiB, 300 * MiB)
         tiny = memory.allocate(1000)
-        assert tiny.nbytes == 1000 and memory.allocated == 300 * MiB + 1024    # rounded to 512 bytes
+        assert tiny.nbytes == 1000 and memory.allocated == 300 * MiB + 1024  # rounded to 512 bytes
         del tiny
         with pytest.raises(torch.OutOfMemoryError, match="Tried to allocate 1024.00 MiB"):
             memory.allocate(GiB)
@@ -88,10 +88,12 @@ def test_a_tracker_in_a_notebook_reads_the_simulated_machine_by_the_names_it_too
 
     notebook = types.ModuleType("__main__")
     # Functions that ask the device itself, not another function the simulation replaces.
-    exec("from torch.cuda import is_available as has_gpu\nfrom torch.cuda import mem_get_info as free_and_total",
-         vars(notebook))
+    exec(
+        "from torch.cuda import is_available as has_gpu\nfrom torch.cuda import mem_get_info as free_and_total",
+        vars(notebook),
+    )
     monkeypatch.setitem(sys.modules, "__main__", notebook)
-    with contextlib.ExitStack() as stack:                  # entered from elsewhere than the notebook's own code
+    with contextlib.ExitStack() as stack:  # entered from elsewhere than the notebook's own code
         gpu = stack.enter_context(SimulatedMemory("cuda", total=GiB))
         block = gpu.allocate(5 * MiB)
         assert notebook.has_gpu() and notebook.free_and_total() == (GiB - 5 * MiB, GiB)

@@ -32,8 +32,12 @@ def test_a_stopwatch_without_a_sync_reads_the_launch_and_with_one_the_work():
 
 def test_every_way_of_waiting_for_the_device_waits():
     # Looked up inside the block, as code in a check would.
-    for wait in (lambda: torch.cuda.synchronize(), lambda: torch.accelerator.synchronize(),
-                 lambda: gpulab.synchronize("cuda"), lambda: torch.cuda.current_stream().synchronize()):
+    for wait in (
+        lambda: torch.cuda.synchronize(),
+        lambda: torch.accelerator.synchronize(),
+        lambda: gpulab.synchronize("cuda"),
+        lambda: torch.cuda.current_stream().synchronize(),
+    ):
         with SimulatedQueue("cuda") as gpu:
             work = gpu.kernel(1e-3)
             assert stopwatch(work, wait) == pytest.approx(1e-3 + 10e-6)
@@ -43,12 +47,26 @@ def test_every_host_clock_is_simulated_and_given_back():
     real = (time.perf_counter, time.time, time.monotonic, time.perf_counter_ns, timeit.default_timer)
     with SimulatedQueue("cuda") as gpu:
         work = gpu.kernel(5e-3)
-        readings = [time.perf_counter(), time.time(), time.monotonic(), time.perf_counter_ns() / 1e9,
-                    time.time_ns() / 1e9, time.monotonic_ns() / 1e9, timeit.default_timer()]
+        readings = [
+            time.perf_counter(),
+            time.time(),
+            time.monotonic(),
+            time.perf_counter_ns() / 1e9,
+            time.time_ns() / 1e9,
+            time.monotonic_ns() / 1e9,
+            timeit.default_timer(),
+        ]
         work()
         torch.cuda.synchronize()
-        later = [time.perf_counter(), time.time(), time.monotonic(), time.perf_counter_ns() / 1e9,
-                 time.time_ns() / 1e9, time.monotonic_ns() / 1e9, timeit.default_timer()]
+        later = [
+            time.perf_counter(),
+            time.time(),
+            time.monotonic(),
+            time.perf_counter_ns() / 1e9,
+            time.time_ns() / 1e9,
+            time.monotonic_ns() / 1e9,
+            timeit.default_timer(),
+        ]
     assert all(b - a == pytest.approx(5e-3 + 10e-6, abs=1e-6) for a, b in zip(readings, later))
     assert (time.perf_counter, time.time, time.monotonic, time.perf_counter_ns, timeit.default_timer) == real
 
@@ -64,7 +82,7 @@ def test_events_time_the_device_and_refuse_to_answer_before_the_end_has_happened
             start.elapsed_time(end)
         assert not end.query()
         end.synchronize()
-        assert end.query() and start.elapsed_time(end) == pytest.approx(3.01)   # milliseconds
+        assert end.query() and start.elapsed_time(end) == pytest.approx(3.01)  # milliseconds
         with pytest.raises(RuntimeError, match="enable_timing"):
             torch.cuda.Event().elapsed_time(end)
 
@@ -93,9 +111,12 @@ def test_the_cpu_runs_its_work_at_once_and_has_no_gpu_to_wait_for():
         assert stopwatch(work) == pytest.approx(1e-3 + 10e-6)
         assert not torch.cuda.is_available() and not torch.accelerator.is_available()
         assert gpulab.best_device() == torch.device("cpu")
-        gpulab.synchronize("cpu")                              # nothing to wait for, and no error
-        for wait in (lambda: torch.cuda.synchronize(), lambda: torch.accelerator.synchronize(),
-                     lambda: torch.cuda.Event()):
+        gpulab.synchronize("cpu")  # nothing to wait for, and no error
+        for wait in (
+            lambda: torch.cuda.synchronize(),
+            lambda: torch.accelerator.synchronize(),
+            lambda: torch.cuda.Event(),
+        ):
             with pytest.raises(RuntimeError):
                 wait()
 
@@ -108,11 +129,16 @@ def test_only_cuda_and_cpu_are_simulated():
 def test_names_an_answer_took_before_the_block_read_the_simulation_and_are_given_back():
     # A notebook's answer cell: its own names for the clock and the wait, taken before the check cell ran.
     answer = {}
-    exec("from time import perf_counter as clock\nfrom torch.cuda import synchronize as wait\n"
-         "def timed(work):\n    wait()\n    start = clock()\n    work()\n    wait()\n    return clock() - start",
-         answer)
-    exec("from gpulab.checks import SimulatedQueue\n"
-         "with SimulatedQueue('cuda') as gpu:\n    seconds = timed(gpu.kernel(2e-3))", answer)
+    exec(
+        "from time import perf_counter as clock\nfrom torch.cuda import synchronize as wait\n"
+        "def timed(work):\n    wait()\n    start = clock()\n    work()\n    wait()\n    return clock() - start",
+        answer,
+    )
+    exec(
+        "from gpulab.checks import SimulatedQueue\n"
+        "with SimulatedQueue('cuda') as gpu:\n    seconds = timed(gpu.kernel(2e-3))",
+        answer,
+    )
     assert answer["seconds"] == pytest.approx(2e-3 + 10e-6) and answer["gpu"].syncs == 2
     assert answer["clock"] is time.perf_counter and answer["wait"] is torch.cuda.synchronize
 

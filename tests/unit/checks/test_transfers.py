@@ -19,21 +19,24 @@ def losses_on(device, steps=6):
     return out
 
 
-@pytest.mark.parametrize("read, count", [
-    (lambda ls: torch.stack(ls).tolist(), 1),
-    (lambda ls: [v.item() for v in torch.stack(ls).cpu()], 1),             # the host copy read freely
-    (lambda ls: torch.stack(ls).to("cpu").numpy().tolist(), 1),
-    (lambda ls: [float(v) for v in torch.stack(ls).to(device="cpu")], 1),
-    (lambda ls: [v.item() for v in ls], 6),
-    (lambda ls: [float(v) for v in ls], 6),
-    (lambda ls: [v.cpu() for v in ls], 6),
-    (lambda ls: [v.detach().to("cpu") for v in ls], 6),
-    (lambda ls: [f"{v:.3f}" for v in ls], 6),
-    (lambda ls: [str(v) for v in ls], 6),
-    (lambda ls: torch.tensor(ls).tolist(), 6),
-    (lambda ls: [bool(v > 0) for v in ls], 6),
-    (lambda ls: torch.empty(6).copy_(torch.stack(ls)).tolist(), 1),
-])
+@pytest.mark.parametrize(
+    "read, count",
+    [
+        (lambda ls: torch.stack(ls).tolist(), 1),
+        (lambda ls: [v.item() for v in torch.stack(ls).cpu()], 1),  # the host copy read freely
+        (lambda ls: torch.stack(ls).to("cpu").numpy().tolist(), 1),
+        (lambda ls: [float(v) for v in torch.stack(ls).to(device="cpu")], 1),
+        (lambda ls: [v.item() for v in ls], 6),
+        (lambda ls: [float(v) for v in ls], 6),
+        (lambda ls: [v.cpu() for v in ls], 6),
+        (lambda ls: [v.detach().to("cpu") for v in ls], 6),
+        (lambda ls: [f"{v:.3f}" for v in ls], 6),
+        (lambda ls: [str(v) for v in ls], 6),
+        (lambda ls: torch.tensor(ls).tolist(), 6),
+        (lambda ls: [bool(v > 0) for v in ls], 6),
+        (lambda ls: torch.empty(6).copy_(torch.stack(ls)).tolist(), 1),
+    ],
+)
 def test_every_way_of_reading_values_on_the_host_is_counted_once_per_read(read, count):
     with TransferRecorder() as gpu:
         values = read(losses_on("cuda"))
@@ -53,7 +56,7 @@ def test_the_machine_looks_like_it_has_one_cuda_gpu_inside_and_not_outside():
     with TransferRecorder() as gpu:
         assert torch.cuda.is_available() and torch.accelerator.is_available()
         assert gpulab.best_device() == torch.device("cuda", 0)
-        assert torch.device("cuda").type == "cuda"                 # naming a device is left alone
+        assert torch.device("cuda").type == "cuda"  # naming a device is left alone
         assert torch.zeros(2, device="cuda").device == torch.device("cuda", 0)
         assert torch.ones(2).cuda().device == torch.device("cuda", 0)
         torch.cuda.synchronize()
@@ -72,7 +75,10 @@ def test_copies_to_the_gpu_record_size_pinning_and_non_blocking():
         torch.ones(3, 2).to("cuda")
         also_pinned.cuda(non_blocking=True)
     assert [(c.shape, c.nbytes, c.pinned, c.non_blocking) for c in gpu.copies] == [
-        ((16,), 64, True, True), ((3, 2), 24, False, False), ((4,), 16, True, True)]
+        ((16,), 64, True, True),
+        ((3, 2), 24, False, False),
+        ((4,), 16, True, True),
+    ]
 
 
 def test_a_model_trains_and_a_dataloader_pins_on_the_training_thread():

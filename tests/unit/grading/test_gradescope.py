@@ -39,17 +39,25 @@ SCHEMA = {
         "visibility": VISIBILITY,
         "stdout_visibility": VISIBILITY,
         "extra_data": {"type": "object"},
-        "tests": {"type": "array", "items": {
-            "type": "object",
-            "properties": {
-                "score": {"type": "number"}, "max_score": {"type": "number"},
-                "status": {"enum": ["passed", "failed"]}, "name": {"type": "string"},
-                "number": {"type": "string"}, "output": {"type": "string"}, "tags": {"type": "array"},
-                "visibility": VISIBILITY, "extra_data": {"type": "object"},
+        "tests": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "score": {"type": "number"},
+                    "max_score": {"type": "number"},
+                    "status": {"enum": ["passed", "failed"]},
+                    "name": {"type": "string"},
+                    "number": {"type": "string"},
+                    "output": {"type": "string"},
+                    "tags": {"type": "array"},
+                    "visibility": VISIBILITY,
+                    "extra_data": {"type": "object"},
+                },
+                "required": ["name", "score", "max_score", "output", "visibility"],
+                "additionalProperties": False,
             },
-            "required": ["name", "score", "max_score", "output", "visibility"],
-            "additionalProperties": False,
-        }},
+        },
     },
     "anyOf": [{"required": ["score"]}, {"required": ["tests"]}],
     "additionalProperties": False,
@@ -60,9 +68,14 @@ def _python(folder: Path) -> Path:
     """A Python of its own, as an image's would be: a venv that sees this environment's packages through a
     .pth file (so nothing is downloaded) while anything installed into it stays in it."""
     venv.EnvBuilder(with_pip=False, symlinks=True).create(folder)
-    site = Path(subprocess.run([str(folder / "bin" / "python"), "-c",
-                                "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               capture_output=True, text=True, check=True).stdout.strip())
+    site = Path(
+        subprocess.run(
+            [str(folder / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     (site / "this-environment.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     return folder / "bin"
 
@@ -72,28 +85,60 @@ def image(tmp_path_factory):
     """An autograder unpacked into ROOT/source, and setup.sh run, as Gradescope builds its image."""
     base = tmp_path_factory.mktemp("gradescope")
     archive = base / "autograder.zip"
-    done = subprocess.run([sys.executable, "-m", "gpulab", "autograder", LESSON, "--gradescope", str(archive)],
-                          capture_output=True, text=True, cwd=base)
+    done = subprocess.run(
+        [sys.executable, "-m", "gpulab", "autograder", LESSON, "--gradescope", str(archive)],
+        capture_output=True,
+        text=True,
+        cwd=base,
+    )
     assert done.returncode == 0, done.stderr
     root = base / "autograder"
     with zipfile.ZipFile(archive) as unpacked:
         unpacked.extractall(root / "source")
-        for info in unpacked.infolist():                     # zipfile keeps no modes: as Gradescope's unzip does
+        for info in unpacked.infolist():  # zipfile keeps no modes: as Gradescope's unzip does
             mode = info.external_attr >> 16
             if mode:
                 os.chmod(root / "source" / info.filename, mode & 0o777)
     bin_folder = _python(base / "python")
-    env = {"PATH": f"{bin_folder}:/usr/bin:/bin", "HOME": str(base), "LANG": "C.UTF-8",
-           "GPULAB_PIP_OPTIONS": "--no-index", "GPULAB_AUTOGRADER_ROOT": str(root)}
-    versions = "import importlib.metadata as m; print([m.version(d) for d in ('torch', 'ipykernel', 'ipywidgets', 'ipython')])"
-    before = subprocess.run([str(bin_folder / "python3"), "-c", versions], capture_output=True, text=True, env=env).stdout
-    setup = subprocess.run(["bash", str(root / "source" / "setup.sh")], capture_output=True, text=True, env=env,
-                           cwd=root / "source", timeout=600)
-    after = subprocess.run([str(bin_folder / "python3"), "-c", versions], capture_output=True, text=True, env=env).stdout
-    where = subprocess.run([str(bin_folder / "python3"), "-c", "import gpulab; print(gpulab.__file__)"],
-                           capture_output=True, text=True, env=env).stdout.strip()
-    return {"root": root, "env": env, "setup": setup, "before": before, "after": after, "gpulab": where,
-            "archive": archive}
+    env = {
+        "PATH": f"{bin_folder}:/usr/bin:/bin",
+        "HOME": str(base),
+        "LANG": "C.UTF-8",
+        "GPULAB_PIP_OPTIONS": "--no-index",
+        "GPULAB_AUTOGRADER_ROOT": str(root),
+    }
+    versions = (
+        "import importlib.metadata as m; print([m.version(d) for d in ('torch', 'ipykernel', 'ipywidgets', 'ipython')])"
+    )
+    before = subprocess.run(
+        [str(bin_folder / "python3"), "-c", versions], capture_output=True, text=True, env=env
+    ).stdout
+    setup = subprocess.run(
+        ["bash", str(root / "source" / "setup.sh")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=root / "source",
+        timeout=600,
+    )
+    after = subprocess.run(
+        [str(bin_folder / "python3"), "-c", versions], capture_output=True, text=True, env=env
+    ).stdout
+    where = subprocess.run(
+        [str(bin_folder / "python3"), "-c", "import gpulab; print(gpulab.__file__)"],
+        capture_output=True,
+        text=True,
+        env=env,
+    ).stdout.strip()
+    return {
+        "root": root,
+        "env": env,
+        "setup": setup,
+        "before": before,
+        "after": after,
+        "gpulab": where,
+        "archive": archive,
+    }
 
 
 def autograde(image, files: dict[str, bytes], *, sandboxed: bool = True) -> dict:
@@ -105,10 +150,16 @@ def autograde(image, files: dict[str, bytes], *, sandboxed: bool = True) -> dict
     for name, content in files.items():
         (root / "submission" / name).write_bytes(content)
     env = dict(image["env"])
-    if not sandboxed:                                        # a container where bubblewrap cannot be found
-        env["PATH"] = env["PATH"].split(":")[0]              # the image's Python alone
-    done = subprocess.run(["/bin/bash", str(root / "source" / "run_autograder")], capture_output=True, text=True,
-                          env=env, cwd=root / "source", timeout=900)
+    if not sandboxed:  # a container where bubblewrap cannot be found
+        env["PATH"] = env["PATH"].split(":")[0]  # the image's Python alone
+    done = subprocess.run(
+        ["/bin/bash", str(root / "source" / "run_autograder")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=root / "source",
+        timeout=900,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     found = json.loads((root / "results" / "results.json").read_text())
     jsonschema.validate(found, SCHEMA)
@@ -129,8 +180,14 @@ def test_setup_installs_gpulab_and_changes_no_torch_nor_jupyter(image):
 def test_the_zip_holds_gpulab_with_the_scripts_its_sandbox_and_lesson_06_run_by_path(image):
     with zipfile.ZipFile(image["archive"]) as archive:
         names = set(archive.namelist())
-    for script in ("grading/zygote.py", "grading/kernel_entry.py", "grading/kernel_sys_path.py",
-                   "_torchrun_launcher.py", "_scratch_janitor.py", "grading/gradescope.py"):
+    for script in (
+        "grading/zygote.py",
+        "grading/kernel_entry.py",
+        "grading/kernel_sys_path.py",
+        "_torchrun_launcher.py",
+        "_scratch_janitor.py",
+        "grading/gradescope.py",
+    ):
         assert f"lib/gpulab/{script}" in names, script
     assert not [name for name in names if "__pycache__" in name or name.endswith(".pyc")]
     run = (image["root"] / "source" / "run_autograder").read_text()
@@ -146,8 +203,9 @@ def test_the_zip_holds_the_checks_and_no_solution():
         if notebooks.answer_id(cell):
             body = course.cell_source(cell).split(notebooks.BEGIN_SOLUTION)[1].split(notebooks.END_SOLUTION)[0]
             assert body.strip() and body.strip() not in text
-    assert [notebooks.check_role(c) for c in checks["cells"] if notebooks.check_role(c)] == \
-        [notebooks.check_role(c) for c in solution["cells"] if notebooks.check_role(c)]
+    assert [notebooks.check_role(c) for c in checks["cells"] if notebooks.check_role(c)] == [
+        notebooks.check_role(c) for c in solution["cells"] if notebooks.check_role(c)
+    ]
 
 
 @pytest.mark.skipif(not SANDBOXED, reason=sandbox.unavailable())
@@ -156,8 +214,11 @@ def test_a_solution_scores_full_marks_and_hidden_checks_show_when_published(imag
     assert found["tests"] and all(t["score"] == t["max_score"] > 0 for t in found["tests"]), found
     assert found["score"] == sum(t["max_score"] for t in found["tests"])
     checks = course.read_notebook(image["root"] / "source" / "checks" / f"{LESSON}.ipynb")
-    hidden = {notebooks.check_role(c)["check"] for c in checks["cells"]
-              if notebooks.check_role(c) and notebooks.BEGIN_HIDDEN in course.cell_source(c)}
+    hidden = {
+        notebooks.check_role(c)["check"]
+        for c in checks["cells"]
+        if notebooks.check_role(c) and notebooks.BEGIN_HIDDEN in course.cell_source(c)
+    }
     assert hidden
     for test in found["tests"]:
         check = test["name"].split(" · ")[1]
@@ -166,8 +227,11 @@ def test_a_solution_scores_full_marks_and_hidden_checks_show_when_published(imag
 
 
 def test_an_untouched_exercise_notebook_scores_zero_and_without_a_sandbox_it_says_so(image):
-    found = autograde(image, {"doe_jane_4821_01_devices.ipynb": (ROOT / "exercises" / f"{LESSON}.ipynb").read_bytes()},
-                      sandboxed=False)
+    found = autograde(
+        image,
+        {"doe_jane_4821_01_devices.ipynb": (ROOT / "exercises" / f"{LESSON}.ipynb").read_bytes()},
+        sandboxed=False,
+    )
     assert found["score"] == 0 and found["tests"] and all(t["score"] == 0 for t in found["tests"])
     assert any("NotImplementedError" in t["output"] for t in found["tests"])
     assert "graded without a sandbox" in found["output"]
@@ -178,12 +242,14 @@ def test_a_hostile_submission_cannot_pass_its_checks_nor_read_them(image):
     notebook = copy.deepcopy(course.read_notebook(ROOT / "solutions" / f"{LESSON}.ipynb"))
     checks_file = image["root"] / "source" / "checks" / f"{LESSON}.ipynb"
     for cell in notebook["cells"]:
-        if notebooks.answer_id(cell) == "agnostic":            # every later cell becomes `pass`
+        if notebooks.answer_id(cell) == "agnostic":  # every later cell becomes `pass`
             cell["source"] = "get_ipython().input_transformers_post.append(lambda lines: ['pass\\n'])"
-        elif notebooks.answer_id(cell) == "best-device":       # right, unless it can read the checks
-            cell["source"] = (f"import os\nassert not os.path.exists({str(checks_file)!r})\n\n"
-                              "def pick_device():\n    if torch.accelerator.is_available():\n"
-                              "        return torch.accelerator.current_accelerator()\n    return torch.device('cpu')")
+        elif notebooks.answer_id(cell) == "best-device":  # right, unless it can read the checks
+            cell["source"] = (
+                f"import os\nassert not os.path.exists({str(checks_file)!r})\n\n"
+                "def pick_device():\n    if torch.accelerator.is_available():\n"
+                "        return torch.accelerator.current_accelerator()\n    return torch.device('cpu')"
+            )
     found = autograde(image, {"mine.ipynb": notebook_bytes(notebook)})
     by_exercise = {}
     for test in found["tests"]:
@@ -193,11 +259,14 @@ def test_a_hostile_submission_cannot_pass_its_checks_nor_read_them(image):
     assert all(t["score"] == t["max_score"] for t in by_exercise["best-device"]), by_exercise["best-device"]
 
 
-@pytest.mark.parametrize("files, reason", [
-    ({"broken.ipynb": b'{"cells": ['}, "not a notebook"),
-    ({"notes.txt": b"hello"}, "no notebook"),
-    ({"02_copying.ipynb": (ROOT / "exercises" / "02_copying.ipynb").read_bytes()}, "02_copying"),
-])
+@pytest.mark.parametrize(
+    "files, reason",
+    [
+        ({"broken.ipynb": b'{"cells": ['}, "not a notebook"),
+        ({"notes.txt": b"hello"}, "no notebook"),
+        ({"02_copying.ipynb": (ROOT / "exercises" / "02_copying.ipynb").read_bytes()}, "02_copying"),
+    ],
+)
 def test_a_notebook_that_cannot_be_graded_gets_a_line_that_says_why(image, files, reason):
     found = autograde(image, files, sandboxed=False)
     assert found["score"] == 0 and found["tests"] == []
@@ -206,7 +275,10 @@ def test_a_notebook_that_cannot_be_graded_gets_a_line_that_says_why(image, files
 
 def test_an_unknown_lesson_or_visibility_is_refused_in_one_line(tmp_path):
     for extra in (["09_nothing"], [LESSON, "--hidden-visibility", "sometimes"]):
-        done = subprocess.run([sys.executable, "-m", "gpulab", "autograder", *extra, "--gradescope",
-                               str(tmp_path / "a.zip")], capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "gpulab", "autograder", *extra, "--gradescope", str(tmp_path / "a.zip")],
+            capture_output=True,
+            text=True,
+        )
         assert done.returncode == 2 and ("09_nothing" in done.stderr or "sometimes" in done.stderr), done.stderr
     assert not (tmp_path / "a.zip").exists()

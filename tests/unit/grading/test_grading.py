@@ -12,9 +12,24 @@ import pytest
 import gpulab.grading
 
 # What `gpulab.grading` exported as one module; check cells use patched, recorded_time_fn and TimedCall.
-OLD_NAMES = ["CheckResult", "Report", "SubmissionError", "TimedCall", "assign", "grade", "grade_many",
-             "kill_processes_mentioning", "lesson_in_name", "load_submission", "make_exercise", "patched",
-             "recorded_time_fn", "solution_path", "solutions_folder", "submissions_in"]
+OLD_NAMES = [
+    "CheckResult",
+    "Report",
+    "SubmissionError",
+    "TimedCall",
+    "assign",
+    "grade",
+    "grade_many",
+    "kill_processes_mentioning",
+    "lesson_in_name",
+    "load_submission",
+    "make_exercise",
+    "patched",
+    "recorded_time_fn",
+    "solution_path",
+    "solutions_folder",
+    "submissions_in",
+]
 
 
 @pytest.mark.parametrize("name", OLD_NAMES)
@@ -31,7 +46,7 @@ def test_check_cells_old_paths_give_gpulab_checks_helpers():
 
     for name in ("patched", "recorded_time_fn", "TimedCall"):
         assert getattr(gpulab.grading, name) is getattr(gpulab.checks, name)
-    assert gpulab.grading.recorded_time_fn is gpulab.checks.recorded_time_fn        # as lesson 01's checks call it
+    assert gpulab.grading.recorded_time_fn is gpulab.checks.recorded_time_fn  # as lesson 01's checks call it
 
 
 def test_recorded_time_fn_by_its_old_path_sees_every_way_of_calling_it_and_leaves_the_namespace_as_it_was():
@@ -71,7 +86,7 @@ def test_patched_by_its_old_path_reaches_every_name_an_answer_took_and_puts_them
         namespace["store"](1, "a")
         namespace["save"](1, "b")
         torch.save(1, "c")
-        torch.serialization.save(1, "d")            # the same function, under its own module
+        torch.serialization.save(1, "d")  # the same function, under its own module
         assert namespace["other"] is len
     assert calls == ["a", "b", "c", "d"]
     assert torch.save is real and torch.serialization.save is real
@@ -98,7 +113,7 @@ def test_each_part_is_a_module_named_once_in_gpulab_and_its_docstring_names_it()
     assert {"notebooks", "runner", "reports", "sandbox", "gradescope", "zygote", "kernel_entry"} <= names
     assert not names & elsewhere, names & elsewhere
     for name in names:
-        importlib.import_module(f"gpulab.grading.{name}")      # a script run by path does nothing when imported
+        importlib.import_module(f"gpulab.grading.{name}")  # a script run by path does nothing when imported
     for part in ("notebooks", "runner", "reports", "sandbox", "gradescope"):
         assert f":mod:`~gpulab.grading.{part}`" in gpulab.grading.__doc__, part
     for old in ("gpulab.sandbox", "gpulab.gradescope"):
@@ -107,7 +122,15 @@ def test_each_part_is_a_module_named_once_in_gpulab_and_its_docstring_names_it()
 
 
 def test_the_grader_imports_nothing_of_lesson_06s_launcher():
-    loaded = subprocess.run([sys.executable, "-c", "import sys, gpulab.grading, gpulab.grading.gradescope; "
-                             "print(sorted(m for m in sys.modules if m.startswith('gpulab')))"],
-                            capture_output=True, text=True, check=True).stdout
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, gpulab.grading, gpulab.grading.gradescope; "
+            "print(sorted(m for m in sys.modules if m.startswith('gpulab')))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "gpulab._processes" in loaded and "gpulab.distributed" not in loaded, loaded

@@ -39,12 +39,14 @@ def test_exercises_are_what_assign_makes_from_solutions():
 
 def test_assign_writes_missing_exercises(tmp_path):
     (tmp_path / "solutions").mkdir()
-    course.write_notebook(course.read_notebook(ROOT / "solutions" / "01_devices.ipynb"),
-                          tmp_path / "solutions" / "01_devices.ipynb")
+    course.write_notebook(
+        course.read_notebook(ROOT / "solutions" / "01_devices.ipynb"), tmp_path / "solutions" / "01_devices.ipynb"
+    )
     assert notebooks.assign(tmp_path) == ["exercises/01_devices.ipynb"]
     assert notebooks.assign(tmp_path) == []
-    assert course.header_matches(course.read_notebook(tmp_path / "exercises" / "01_devices.ipynb"),
-                                 "exercises/01_devices.ipynb")
+    assert course.header_matches(
+        course.read_notebook(tmp_path / "exercises" / "01_devices.ipynb"), "exercises/01_devices.ipynb"
+    )
 
 
 def test_every_lesson_exercise_has_an_answer_and_checks_with_points():
@@ -56,22 +58,30 @@ def test_every_lesson_exercise_has_an_answer_and_checks_with_points():
 def test_an_exercise_keeps_no_canary_and_an_exercise_without_checks_is_refused():
     made = notebooks.make_exercise(tiny_lesson(), "exercises/01_devices.ipynb")
     assert not [c for c in made["cells"] if "canary" in notebooks.cell_role(c)], "students never see them"
-    assert [notebooks.answer_id(c) for c in made["cells"] if notebooks.answer_id(c)] == ["add", "square", "root",
-                                                                                        "const"]
+    assert [notebooks.answer_id(c) for c in made["cells"] if notebooks.answer_id(c)] == [
+        "add",
+        "square",
+        "root",
+        "const",
+    ]
     lonely = tiny_lesson()
-    lonely["cells"] = [c for c in lonely["cells"] if notebooks.check_role(c) is None
-                       or notebooks.check_role(c)["exercise"] != "root"]
+    lonely["cells"] = [
+        c for c in lonely["cells"] if notebooks.check_role(c) is None or notebooks.check_role(c)["exercise"] != "root"
+    ]
     with pytest.raises(ValueError, match="'root' needs one answer cell and at least one check cell"):
         notebooks.exercises(lonely)
 
 
-@pytest.mark.parametrize("content, reason", [
-    ("print('hello')\n", "invalid JSON"),
-    ("", "empty"),
-    ('{"cells": [', "invalid JSON"),
-    ('{"nbformat": 3, "nbformat_minor": 0, "worksheets": []}', "format 3"),
-    ('[1, 2, 3]', "not a Jupyter notebook"),
-])
+@pytest.mark.parametrize(
+    "content, reason",
+    [
+        ("print('hello')\n", "invalid JSON"),
+        ("", "empty"),
+        ('{"cells": [', "invalid JSON"),
+        ('{"nbformat": 3, "nbformat_minor": 0, "worksheets": []}', "format 3"),
+        ("[1, 2, 3]", "not a Jupyter notebook"),
+    ],
+)
 def test_unreadable_submissions_exit_2_with_one_line(tmp_path, content, reason):
     path = tmp_path / "bad.ipynb"
     path.write_text(content)
@@ -93,22 +103,33 @@ def _set(path, value):
         for key in path[:-1]:
             target = target[key]
         target[path[-1]] = value
+
     return change
 
 
-@pytest.mark.parametrize("name, change, reason", [
-    ("01_devices.ipynb", _set(["metadata"], None), "its metadata is null"),
-    ("01_devices.ipynb", _set(["metadata", "gpulab"], "01_devices"), "its gpulab metadata is a str"),
-    ("01_devices.ipynb", _set(["cells", 2, "metadata"], ["answer"]), "cell 3's metadata is a list"),
-    ("01_devices.ipynb", _set(["cells", 2, "metadata", "gpulab"], "add"), "cell 3's gpulab metadata is a str"),
-    ("01_devices.ipynb", _set(["cells", 2, "source"], [1, 2, 3]), "cell 3's source is a list, not text"),
-    ("01_devices.ipynb", _set(["cells", 2, "metadata", "gpulab", "answer"], 7), "cell 3's answer id is a int"),
-    ("01_devices.ipynb", _set(["cells"], {"0": 1}), "no list of cells"),
-    ("01_devices.ipynb", _set(["metadata", "gpulab", "lesson"], "02_copying"),
-     "metadata says lesson 02_copying, its file name 01_devices"),
-    ("homework.ipynb", _set(["metadata", "gpulab", "lesson"], "09_nothing"), "no solution notebook for lesson '09_nothing'"),
-    ("homework.ipynb", _set(["metadata", "gpulab", "lesson"], "../../etc/passwd"), "names no lesson"),
-])
+@pytest.mark.parametrize(
+    "name, change, reason",
+    [
+        ("01_devices.ipynb", _set(["metadata"], None), "its metadata is null"),
+        ("01_devices.ipynb", _set(["metadata", "gpulab"], "01_devices"), "its gpulab metadata is a str"),
+        ("01_devices.ipynb", _set(["cells", 2, "metadata"], ["answer"]), "cell 3's metadata is a list"),
+        ("01_devices.ipynb", _set(["cells", 2, "metadata", "gpulab"], "add"), "cell 3's gpulab metadata is a str"),
+        ("01_devices.ipynb", _set(["cells", 2, "source"], [1, 2, 3]), "cell 3's source is a list, not text"),
+        ("01_devices.ipynb", _set(["cells", 2, "metadata", "gpulab", "answer"], 7), "cell 3's answer id is a int"),
+        ("01_devices.ipynb", _set(["cells"], {"0": 1}), "no list of cells"),
+        (
+            "01_devices.ipynb",
+            _set(["metadata", "gpulab", "lesson"], "02_copying"),
+            "metadata says lesson 02_copying, its file name 01_devices",
+        ),
+        (
+            "homework.ipynb",
+            _set(["metadata", "gpulab", "lesson"], "09_nothing"),
+            "no solution notebook for lesson '09_nothing'",
+        ),
+        ("homework.ipynb", _set(["metadata", "gpulab", "lesson"], "../../etc/passwd"), "names no lesson"),
+    ],
+)
 def test_bad_input_exits_2_with_one_line(tiny, tmp_path, name, change, reason):
     path = tmp_path / name
     text = _notebook_text(change)
@@ -121,7 +142,7 @@ def test_bad_input_exits_2_with_one_line(tiny, tmp_path, name, change, reason):
 
 def test_a_lesson_other_than_the_one_chosen_is_reported(tiny, tmp_path):
     path = tmp_path / "work.ipynb"
-    path.write_text(_notebook_text(lambda made: None))              # its metadata says 01_devices
+    path.write_text(_notebook_text(lambda made: None))  # its metadata says 01_devices
     done = run_grade(path, "--lesson", "02_copying", solutions=tiny)
     assert done.returncode == 2 and "metadata says lesson 01_devices, but --lesson says 02_copying" in done.stderr
 
@@ -133,9 +154,13 @@ def test_every_exercise_and_solution_notebook_carries_its_lesson():
 
 
 # Canvas, Moodle (its folder's name, then the file's), Blackboard, a second download, and a name with no lesson in it.
-LMS_NAMES = ["doe_jane_12345_6789012_{lesson}.ipynb", "Jane Doe_4821_assignsubmission_file_/{lesson}.ipynb",
-             "Assignment_doejane_attempt_2026-11-25-10-00-00_{lesson}-1.ipynb", "{lesson} (2).ipynb",
-             "0123_submission.ipynb"]
+LMS_NAMES = [
+    "doe_jane_12345_6789012_{lesson}.ipynb",
+    "Jane Doe_4821_assignsubmission_file_/{lesson}.ipynb",
+    "Assignment_doejane_attempt_2026-11-25-10-00-00_{lesson}-1.ipynb",
+    "{lesson} (2).ipynb",
+    "0123_submission.ipynb",
+]
 
 
 @pytest.mark.parametrize("lesson", sorted(p.stem for p in (ROOT / "exercises").glob("*.ipynb")))
@@ -164,7 +189,8 @@ def test_a_class_folder_gives_each_notebook_its_student(tmp_path):
     assert [(student, path.name) for student, path in found] == [
         ("Jane Doe_4821_assignsubmission_file_", "01_devices.ipynb"),
         ("doe_john_01_devices", "doe_john_01_devices.ipynb"),
-        ("alone", "alone.ipynb")]
+        ("alone", "alone.ipynb"),
+    ]
 
 
 def test_no_solutions_no_grading(tmp_path):

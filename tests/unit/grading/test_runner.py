@@ -19,8 +19,18 @@ from gpulab import course, grading
 from gpulab.grading import notebooks, runner
 
 from conftest import ROOT, notebook, simulates
-from tiny_lesson import (CORRECT, SANDBOXED, TIMEOUT, by_check, grade, role_cell, run_grade, submit, tiny_lesson,
-                         tiny_solutions)
+from tiny_lesson import (
+    CORRECT,
+    SANDBOXED,
+    TIMEOUT,
+    by_check,
+    grade,
+    role_cell,
+    run_grade,
+    submit,
+    tiny_lesson,
+    tiny_solutions,
+)
 
 
 @pytest.fixture(scope="module")
@@ -52,10 +62,10 @@ def hostile(tiny, tmp_path_factory, request):
     from a zygote (the default on Linux) and by kernels started one by one (elsewhere)."""
     folder = tmp_path_factory.mktemp("hostile")
     answers = {
-        "add": "def add(a, b) return a + b",                      # syntax error
-        "square": "while True:\n    pass",                        # never finishes
-        "root": "import os\nos._exit(1)",                         # kills its kernel
-        "const": "print('x' * 5_000_000)\nANSWER = 42",           # huge output, but right
+        "add": "def add(a, b) return a + b",  # syntax error
+        "square": "while True:\n    pass",  # never finishes
+        "root": "import os\nos._exit(1)",  # kills its kernel
+        "const": "print('x' * 5_000_000)\nANSWER = 42",  # huge output, but right
     }
     path = submit(folder, answers)
     before = (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns)
@@ -142,13 +152,13 @@ def test_answers_are_matched_by_id_not_position(tiny, tmp_path):
         answer_cells = [c for c in cells if notebooks.answer_id(c)]
         for cell in answer_cells:
             cells.remove(cell)
-        cells.extend(reversed(answer_cells))                       # reordered, at the end
-        cells[:] = [c for c in cells if notebooks.answer_id(c) != "root"]   # one deleted
+        cells.extend(reversed(answer_cells))  # reordered, at the end
+        cells[:] = [c for c in cells if notebooks.answer_id(c) != "root"]  # one deleted
         for cell in cells:
             if notebooks.answer_id(cell) == "square":
-                cell["metadata"] = {}                              # one stripped of its id
+                cell["metadata"] = {}  # one stripped of its id
             if notebooks.check_role(cell):
-                cell["source"] = "assert True"                     # checks edited
+                cell["source"] = "assert True"  # checks edited
 
     answers = dict(CORRECT, const="ANSWER = 41")
     report = grade(submit(tmp_path, answers, shuffle_and_damage), tiny)
@@ -195,8 +205,10 @@ def test_every_canary_fails_with_its_message_whatever_its_values():
 
 
 def test_an_instructors_canary_catches_an_answer_that_equals_anything(tiny, tmp_path):
-    answers = dict(CORRECT, add="class Anything:\n    def __eq__(self, other):\n        return True\n"
-                                "def add(a, b):\n    return Anything()")
+    answers = dict(
+        CORRECT,
+        add="class Anything:\n    def __eq__(self, other):\n        return True\ndef add(a, b):\n    return Anything()",
+    )
     report = grade(submit(tmp_path, answers), tiny)
     assert {e: p for e, (p, _) in report.by_exercise().items()} == {"add": 0, "square": 2, "root": 1, "const": 1}
     assert any(note.startswith("exercise 'add' scores 0: a check that must fail passed") for note in report.notes)
@@ -216,17 +228,23 @@ def test_a_setup_that_fails_before_the_answer_ran_is_graded_again_and_then_said(
     tries = tmp_path / "tries"
     flaky = tmp_path / "flaky"
     flaky.mkdir()
-    _with_setup(flaky, f"import math, pathlib\np = pathlib.Path({str(tries)!r})\n"
-                       "p.write_text(p.read_text() + 'x' if p.exists() else 'x')\n"
-                       "assert len(p.read_text()) > 1, 'the first try fails'")
+    _with_setup(
+        flaky,
+        f"import math, pathlib\np = pathlib.Path({str(tries)!r})\n"
+        "p.write_text(p.read_text() + 'x' if p.exists() else 'x')\n"
+        "assert len(p.read_text()) > 1, 'the first try fails'",
+    )
     submission = submit(tmp_path, CORRECT)
     report = grading.grade(submission, timeout=float(TIMEOUT), solutions=flaky, sandboxed=False, only=["const"])
     assert report.total == report.max_total == 1 and tries.read_text() == "xx"
 
     broken = tmp_path / "broken"
     broken.mkdir()
-    _with_setup(broken, f"import pathlib\np = pathlib.Path({str(tries)!r})\np.write_text(p.read_text() + 'y')\n"
-                        "raise RuntimeError('no GPU today')")
+    _with_setup(
+        broken,
+        f"import pathlib\np = pathlib.Path({str(tries)!r})\np.write_text(p.read_text() + 'y')\n"
+        "raise RuntimeError('no GPU today')",
+    )
     report = grading.grade(submission, timeout=float(TIMEOUT), solutions=broken, sandboxed=False, only=["const"])
     assert report.total == 0 and tries.read_text() == "xxyy"
     [check] = report.checks
@@ -250,15 +268,26 @@ def test_untouched_exercises_score_zero(name, tmp_path, monkeypatch):
 def test_the_graders_kernels_see_a_simulated_machine_and_checks_run_on_a_simulated_gpu(tmp_path):
     """GPULAB_SIMULATE reaches the grader's (sandboxed) kernels, and a check's SimulatedGPU works inside
     the sandbox, where no compiler or cache can be written: the grader hands its kernels the built guard."""
+
     def cells():
         answer = "import torch\n\ndef count():\n    ### BEGIN SOLUTION\n    return torch.cuda.device_count()\n    ### END SOLUTION"
-        checks = [(1, "assert count() == 2, f'expected the 2 simulated GPUs, got {count()}'"),
-                  (1, "from gpulab.simulated import SimulatedGPU\nwith SimulatedGPU() as gpu:\n"
-                      "    y = torch.ones(3).to('cuda') * 2\nassert y.device.type == 'cuda' and y.sum().item() == 6\n"
-                      "assert [c.nbytes for c in gpu.copies] == [12], gpu.copies")]
-        made = [{"cell_type": "markdown", "metadata": {}, "source": "# simulated"}, role_cell(answer, {"answer": "count"})]
-        made += [role_cell(source, {"check": f"count-{i}", "exercise": "count", "points": points})
-                 for i, (points, source) in enumerate(checks)]
+        checks = [
+            (1, "assert count() == 2, f'expected the 2 simulated GPUs, got {count()}'"),
+            (
+                1,
+                "from gpulab.simulated import SimulatedGPU\nwith SimulatedGPU() as gpu:\n"
+                "    y = torch.ones(3).to('cuda') * 2\nassert y.device.type == 'cuda' and y.sum().item() == 6\n"
+                "assert [c.nbytes for c in gpu.copies] == [12], gpu.copies",
+            ),
+        ]
+        made = [
+            {"cell_type": "markdown", "metadata": {}, "source": "# simulated"},
+            role_cell(answer, {"answer": "count"}),
+        ]
+        made += [
+            role_cell(source, {"check": f"count-{i}", "exercise": "count", "points": points})
+            for i, (points, source) in enumerate(checks)
+        ]
         return notebook(made, gpulab={"lesson": "01_devices"})
 
     solutions = tmp_path / "solutions"
@@ -273,24 +302,40 @@ def test_the_graders_kernels_see_a_simulated_machine_and_checks_run_on_a_simulat
         if machine:
             env["GPULAB_SIMULATE"] = machine
         report = tmp_path / f"{machine}.json"
-        done = subprocess.run([sys.executable, "-m", "gpulab", "grade", str(submission), "--timeout", "120",
-                               "--json", str(report), *where], capture_output=True, text=True, timeout=600, env=env)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "gpulab",
+                "grade",
+                str(submission),
+                "--timeout",
+                "120",
+                "--json",
+                str(report),
+                *where,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=env,
+        )
         assert report.exists(), done.stderr[-2000:]
-        results[machine] = {c["check"]: c["points"] for e in json.loads(report.read_text())["exercises"]
-                            for c in e["checks"]}
+        results[machine] = {
+            c["check"]: c["points"] for e in json.loads(report.read_text())["exercises"] for c in e["checks"]
+        }
     assert results["2xt4"] == {"count-0": 1, "count-1": 1}
-    assert results[None] == {"count-0": 0, "count-1": 1}      # no machine outside; the check's own inside
+    assert results[None] == {"count-0": 0, "count-1": 1}  # no machine outside; the check's own inside
 
 
 def test_a_simulated_gpu_counts_synchronize_however_it_was_imported():
-    import __main__
-
     import torch
     from torch.cuda import synchronize as wait
 
+    import __main__
     from gpulab.simulated import SimulatedGPU
 
-    __main__.gpulab_test_wait = wait                     # as a notebook's globals would hold it
+    __main__.gpulab_test_wait = wait  # as a notebook's globals would hold it
     try:
         with SimulatedGPU() as gpu:
             __main__.gpulab_test_wait()

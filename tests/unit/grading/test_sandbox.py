@@ -24,6 +24,7 @@ from tiny_lesson import CORRECT, SANDBOXED, TIMEOUT, grade, needs_sandbox, point
 def tiny(tmp_path_factory):
     return tiny_solutions(tmp_path_factory)
 
+
 LIMIT = sandbox.Limits().memory_bytes
 MARKER = "gpulab-test-outlives-" + os.urandom(4).hex()
 
@@ -48,29 +49,40 @@ ATTACKS = {
         # Every later cell becomes `pass`: every check 'passes'.
         "square": "get_ipython().input_transformers_post.append(lambda lines: ['pass\\n'])\ndef square(x):\n    return 0",
         # Every assert removed from the cells that follow.
-        "root": ("import ast\nclass NoAssert(ast.NodeTransformer):\n    def visit_Assert(self, node):\n"
-                 "        return ast.Pass()\nget_ipython().ast_transformers.append(NoAssert())\n"
-                 "def root(x):\n    return 0"),
+        "root": (
+            "import ast\nclass NoAssert(ast.NodeTransformer):\n    def visit_Assert(self, node):\n"
+            "        return ast.Pass()\nget_ipython().ast_transformers.append(NoAssert())\n"
+            "def root(x):\n    return 0"
+        ),
         # No traceback shown, ever.
         "const": "get_ipython()._showtraceback = lambda *a, **k: None\nANSWER = 41",
     },
     "unrendered": {
         "add": "def add(a, b):\n    raise ExceptionGroup('nothing here', [ValueError('no')])",
-        "square": ("class Quiet(Exception):\n    def _render_traceback_(self):\n        raise RuntimeError('cannot')\n"
-                   "def square(x):\n    raise Quiet()"),
+        "square": (
+            "class Quiet(Exception):\n    def _render_traceback_(self):\n        raise RuntimeError('cannot')\n"
+            "def square(x):\n    raise Quiet()"
+        ),
         # What a check calls, patched to agree with anything.
         "root": "import math\nmath.isclose = lambda *a, **k: True\ndef root(x):\n    return -1",
         "const": "import builtins\nbuiltins.isinstance = lambda *a: True\nANSWER = 41",
     },
     "greedy": {
         # A file larger than the limit (sparse: nothing is really written if the limit fails).
-        "add": (f"try:\n    with open('big', 'wb') as handle:\n        handle.seek({sandbox.Limits().file_bytes})\n"
-                "        handle.write(b'x')\n    def add(a, b):\n        return 0\nexcept OSError:\n"
-                "    def add(a, b):\n        return a + b"),
-        "square": ("import os\nfor _ in range(400):\n    if os.fork() == 0:\n        import time\n"
-                   "        time.sleep(600)\n        os._exit(0)\ndef square(x):\n    return x * x"),
-        "root": ("import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)  # "
-                 + MARKER + "'], start_new_session=True)\ndef root(x):\n    return x ** 0.5"),
+        "add": (
+            f"try:\n    with open('big', 'wb') as handle:\n        handle.seek({sandbox.Limits().file_bytes})\n"
+            "        handle.write(b'x')\n    def add(a, b):\n        return 0\nexcept OSError:\n"
+            "    def add(a, b):\n        return a + b"
+        ),
+        "square": (
+            "import os\nfor _ in range(400):\n    if os.fork() == 0:\n        import time\n"
+            "        time.sleep(600)\n        os._exit(0)\ndef square(x):\n    return x * x"
+        ),
+        "root": (
+            "import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)  # "
+            + MARKER
+            + "'], start_new_session=True)\ndef root(x):\n    return x ** 0.5"
+        ),
         "const": f"ANSWER = len(bytearray({LIMIT} + 2**30))",
     },
 }
@@ -78,12 +90,14 @@ ATTACKS = {
 
 def _reach(hidden, read_only):
     """An answer that tries to change every target and to see the hidden ones; right only if it could not."""
-    return ("import os\nreached = []\n"
-            f"for target in {[str(t) for t in hidden + read_only]!r}:\n"
-            "    try:\n        with open(target, 'a') as handle:\n            handle.write('# changed')\n"
-            "        reached.append(target)\n    except OSError:\n"
-            f"        if target in {[str(t) for t in hidden]!r} and os.path.exists(target):\n"
-            "            reached.append(target)\nANSWER = 42 if not reached else reached")
+    return (
+        "import os\nreached = []\n"
+        f"for target in {[str(t) for t in hidden + read_only]!r}:\n"
+        "    try:\n        with open(target, 'a') as handle:\n            handle.write('# changed')\n"
+        "        reached.append(target)\n    except OSError:\n"
+        f"        if target in {[str(t) for t in hidden]!r} and os.path.exists(target):\n"
+        "            reached.append(target)\nANSWER = 42 if not reached else reached"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -94,8 +108,13 @@ def attacked(tiny, tmp_path_factory):
         (folder / student).mkdir()
         submit(folder / student, answers, name="01_devices.ipynb")
     (folder / "reacher").mkdir()
-    hidden = [tiny / "01_devices.ipynb", ROOT / "solutions", folder / "reacher" / "01_devices.ipynb",
-              ROOT / "pyproject.toml", ROOT / "tests" / "answers"]
+    hidden = [
+        tiny / "01_devices.ipynb",
+        ROOT / "solutions",
+        folder / "reacher" / "01_devices.ipynb",
+        ROOT / "pyproject.toml",
+        ROOT / "tests" / "answers",
+    ]
     read_only = [Path(grading.__file__), sandbox.ZYGOTE, Path(gpulab.__file__)]
     guarded = hidden + read_only
     submit(folder / "reacher", dict(CORRECT, const=_reach(hidden, read_only)), name="01_devices.ipynb")
@@ -119,8 +138,9 @@ def test_ipython_hooks_and_unrendered_exceptions_score_nothing(attacked):
 def test_tampering_that_makes_checks_pass_is_caught_by_canaries_and_said(attacked):
     hooks, unrendered = attacked["reports"]["hooks"], attacked["reports"]["unrendered"]
     for report, exercise in ((hooks, "square"), (hooks, "root"), (unrendered, "root")):
-        assert any(note.startswith(f"exercise '{exercise}' scores 0: a check that must fail") for note in report["notes"]), \
-            report["notes"]
+        assert any(
+            note.startswith(f"exercise '{exercise}' scores 0: a check that must fail") for note in report["notes"]
+        ), report["notes"]
     checks = {c["check"]: c for e in hooks["exercises"] for c in e["checks"]}
     assert checks["square-0"]["outcome"] == "tampered"
 
@@ -165,8 +185,9 @@ def test_the_grader_works_wherever_the_temporary_folder_is(tiny, tmp_path, monke
         deep = deep / ("d" * min(40, length - len(str(deep)) - 1 or 1))
     deep.mkdir(parents=True)
     monkeypatch.setattr(tempfile, "tempdir", str(deep))
-    report = grading.grade(submit(tmp_path, CORRECT), timeout=float(TIMEOUT), solutions=tiny, sandboxed=sandboxed,
-                           fork=fork)
+    report = grading.grade(
+        submit(tmp_path, CORRECT), timeout=float(TIMEOUT), solutions=tiny, sandboxed=sandboxed, fork=fork
+    )
     assert report.total == report.max_total == 7, report.table()
     assert list(deep.iterdir()) == []
 
@@ -176,17 +197,21 @@ def test_a_zygotes_kernels_start_alone_whatever_the_one_before_left(tmp_path, sa
     # Files in /tmp and /dev/shm, processes that left the kernel's session, changes to imported modules:
     # none of it reaches the next kernel.
     # (bubblewrap's /dev/shm may not be writable at all; where it is, what is left there goes too)
-    leave = ("import math, os, subprocess, sys\nopen('left', 'w').write('x')\ntry:\n"
-             "    open('/dev/shm/left', 'w').write('x')\nexcept OSError:\n    pass\n"
-             "math.pi = 3\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)  # " + MARKER + "'],"
-             " start_new_session=True)")
+    leave = (
+        "import math, os, subprocess, sys\nopen('left', 'w').write('x')\ntry:\n"
+        "    open('/dev/shm/left', 'w').write('x')\nexcept OSError:\n    pass\n"
+        "math.pi = 3\nsubprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)  # " + MARKER + "'],"
+        " start_new_session=True)"
+    )
     # What the zygote imported is frozen out of the kernels' garbage collections (gc.freeze): a gc.collect() in
     # an answer walks the kernel's own objects, not torch's hundreds of thousands.
     # The zygote's own folder (the grader's modules) is not on the path its kernels inherit.
-    check = ("import gc, math, os, sys\nassert not os.path.exists('left'), os.listdir('.')\nassert math.pi > 3.14\n"
-             "assert not [p for p in sys.path if p.rstrip('/').endswith('gpulab/grading')], sys.path\n"
-             "assert not os.path.exists('/dev/shm/left') or not " + repr(sandboxed) + "\n"
-             "assert gc.get_freeze_count() > 10_000, gc.get_freeze_count()")
+    check = (
+        "import gc, math, os, sys\nassert not os.path.exists('left'), os.listdir('.')\nassert math.pi > 3.14\n"
+        "assert not [p for p in sys.path if p.rstrip('/').endswith('gpulab/grading')], sys.path\n"
+        "assert not os.path.exists('/dev/shm/left') or not " + repr(sandboxed) + "\n"
+        "assert gc.get_freeze_count() > 10_000, gc.get_freeze_count()"
+    )
     with sandbox.Zygote(tmp_path / "zygote", sandboxed=sandboxed, slot=7, preload=()) as zygote:
         for _ in range(2):
             with zygote.kernel() as kernel:
@@ -196,9 +221,9 @@ def test_a_zygotes_kernels_start_alone_whatever_the_one_before_left(tmp_path, sa
         with zygote.kernel() as kernel:
             assert kernel.execute("import os\nos._exit(3)", 30).status == "died"
             assert not kernel.alive
-        with zygote.kernel() as kernel:                  # a kernel that died leaves the zygote working
+        with zygote.kernel() as kernel:  # a kernel that died leaves the zygote working
             assert kernel.execute("x = 1", 30).status == "ok"
-        if not sandboxed:                                # one that removed its folder ends the zygote, and says so
+        if not sandboxed:  # one that removed its folder ends the zygote, and says so
             with zygote.kernel() as kernel:
                 assert kernel.execute("import os, shutil\nshutil.rmtree(os.getcwd())", 30).status == "ok"
             assert not zygote.alive
@@ -211,8 +236,10 @@ def test_a_zygotes_kernels_start_alone_whatever_the_one_before_left(tmp_path, sa
 def test_a_kernel_started_alone_runs_as_its_limits_say(tmp_path, sandboxed):
     limits = sandbox.Limits(cpu_s=77, file_bytes=5 * 2**20)
     with sandbox.Kernel(tmp_path / "alone", sandboxed=sandboxed, limits=limits, slot=9) as kernel:
-        check = ("import resource\nassert resource.getrlimit(resource.RLIMIT_CPU) == (77, 77)\n"
-                 f"assert resource.getrlimit(resource.RLIMIT_FSIZE) == ({5 * 2**20}, {5 * 2**20})")
+        check = (
+            "import resource\nassert resource.getrlimit(resource.RLIMIT_CPU) == (77, 77)\n"
+            f"assert resource.getrlimit(resource.RLIMIT_FSIZE) == ({5 * 2**20}, {5 * 2**20})"
+        )
         reply = kernel.execute(check, 30)
         assert reply.status == "ok", reply
     assert not (tmp_path / "alone").exists()
@@ -220,12 +247,33 @@ def test_a_kernel_started_alone_runs_as_its_limits_say(tmp_path, sandboxed):
 
 def test_without_a_sandbox_the_grader_says_so_and_goes_on_only_when_told(tiny, tmp_path):
     path = submit(tmp_path, CORRECT)
-    env = dict(os.environ, PATH=str(Path(sys.executable).parent))          # no bwrap on this PATH
-    refused = subprocess.run([sys.executable, "-m", "gpulab", "grade", str(path), "--solutions", str(tiny)],
-                             capture_output=True, text=True, env=env, timeout=600)
+    env = dict(os.environ, PATH=str(Path(sys.executable).parent))  # no bwrap on this PATH
+    refused = subprocess.run(
+        [sys.executable, "-m", "gpulab", "grade", str(path), "--solutions", str(tiny)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
     assert "no sandbox" in refused.stderr and "--no-sandbox" in refused.stderr
-    graded = subprocess.run([sys.executable, "-m", "gpulab", "grade", str(path), "--solutions", str(tiny),
-                             "--no-sandbox", "--timeout", TIMEOUT], capture_output=True, text=True, env=env, timeout=600)
+    graded = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpulab",
+            "grade",
+            str(path),
+            "--solutions",
+            str(tiny),
+            "--no-sandbox",
+            "--timeout",
+            TIMEOUT,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert graded.returncode == 0, graded.stderr
     assert "total: 7 / 7" in graded.stdout and "graded without a sandbox" in graded.stdout

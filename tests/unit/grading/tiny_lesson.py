@@ -23,8 +23,12 @@ TIMEOUT = "4"
 SANDBOXED = not sandbox.unavailable()
 needs_sandbox = pytest.mark.skipif(not SANDBOXED, reason=sandbox.unavailable())
 
-CORRECT = {"add": "def add(a, b):\n    return a + b", "square": "def square(x):\n    return x ** 2",
-           "root": "def root(x):\n    return x ** 0.5", "const": "ANSWER = 42"}
+CORRECT = {
+    "add": "def add(a, b):\n    return a + b",
+    "square": "def square(x):\n    return x ** 2",
+    "root": "def root(x):\n    return x ** 0.5",
+    "const": "ANSWER = 42",
+}
 
 
 def role_cell(source, role=None):
@@ -33,28 +37,46 @@ def role_cell(source, role=None):
 
 def tiny_lesson():
     """Four exercises with one to two checks each; the answer region is marked as in the course."""
+
     def exercise(name, answer, checks, canaries=()):
         cells = [role_cell(answer, {"answer": name})]
         for number, (points, source) in enumerate(checks):
             cells.append(role_cell(source, {"check": f"{name}-{number}", "exercise": name, "points": points}))
-        for number, source in enumerate(canaries):      # the instructor's: they must fail
+        for number, source in enumerate(canaries):  # the instructor's: they must fail
             cells.append(role_cell(source, {"canary": f"{name}-must-fail-{number}", "exercise": name}))
         return cells
 
     cells = [
         {"cell_type": "markdown", "metadata": {}, "source": "# tiny"},
         role_cell("import math"),
-        *exercise("add", "def add(a, b):\n    ### BEGIN SOLUTION\n    return a + b\n    ### END SOLUTION",
-                  [(1, "assert add(1, 2) == 3, f'expected 3, got {add(1, 2)}'"),
-                   (2, "assert add('a', 'b') == 'ab'\n"
-                       "### BEGIN HIDDEN TESTS\nassert add(2.5, 0.5) == 3.0\n### END HIDDEN TESTS")],
-                  ["assert add(1, 2) == 4"]),
-        *exercise("square", "def square(x):\n    ### BEGIN SOLUTION\n    return x * x\n    ### END SOLUTION",
-                  [(2, "assert square(3) == 9, f'expected 9, got {square(3)}'")]),
-        *exercise("root", "def root(x):\n    ### BEGIN SOLUTION\n    return math.sqrt(x)\n    ### END SOLUTION",
-                  [(1, "assert math.isclose(root(9), 3)")]),
-        *exercise("const", "### BEGIN SOLUTION\nANSWER = 42\n### END SOLUTION",
-                  [(1, "assert ANSWER == 42, f'expected 42, got {ANSWER}'")]),
+        *exercise(
+            "add",
+            "def add(a, b):\n    ### BEGIN SOLUTION\n    return a + b\n    ### END SOLUTION",
+            [
+                (1, "assert add(1, 2) == 3, f'expected 3, got {add(1, 2)}'"),
+                (
+                    2,
+                    "assert add('a', 'b') == 'ab'\n"
+                    "### BEGIN HIDDEN TESTS\nassert add(2.5, 0.5) == 3.0\n### END HIDDEN TESTS",
+                ),
+            ],
+            ["assert add(1, 2) == 4"],
+        ),
+        *exercise(
+            "square",
+            "def square(x):\n    ### BEGIN SOLUTION\n    return x * x\n    ### END SOLUTION",
+            [(2, "assert square(3) == 9, f'expected 9, got {square(3)}'")],
+        ),
+        *exercise(
+            "root",
+            "def root(x):\n    ### BEGIN SOLUTION\n    return math.sqrt(x)\n    ### END SOLUTION",
+            [(1, "assert math.isclose(root(9), 3)")],
+        ),
+        *exercise(
+            "const",
+            "### BEGIN SOLUTION\nANSWER = 42\n### END SOLUTION",
+            [(1, "assert ANSWER == 42, f'expected 42, got {ANSWER}'")],
+        ),
     ]
     return notebook(cells, gpulab={"lesson": "01_devices"})
 
@@ -99,8 +121,14 @@ def submit(folder, answers=None, transform=None, name="submission.ipynb"):
 def run_grade(path, *extra, cwd=None, timeout=TIMEOUT, solutions=None, env=None):
     """``gpulab grade PATH`` as an instructor runs it (in a sandbox where one can be made)."""
     where = (["--solutions", str(solutions)] if solutions else []) + ([] if SANDBOXED else ["--no-sandbox"])
-    return subprocess.run([sys.executable, "-m", "gpulab", "grade", str(path), "--timeout", timeout, *where, *extra],
-                          capture_output=True, text=True, cwd=cwd, timeout=600, env=dict(os.environ, **(env or {})))
+    return subprocess.run(
+        [sys.executable, "-m", "gpulab", "grade", str(path), "--timeout", timeout, *where, *extra],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=600,
+        env=dict(os.environ, **(env or {})),
+    )
 
 
 def by_check(report):

@@ -13,9 +13,11 @@ import torch.cuda._memory_viz as memory_viz
 from gpulab.simulated.allocator import DeviceAllocator, format_size, get_allocation_size, round_size
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
-ADVICE = (" If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
-          " to avoid fragmentation.  See documentation for Memory Management "
-          " (https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)")
+ADVICE = (
+    " If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
+    " to avoid fragmentation.  See documentation for Memory Management "
+    " (https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf)"
+)
 
 
 def gpu(capacity=16 * GiB, context=512 * MiB):
@@ -181,7 +183,8 @@ def test_out_of_memory_raises_cudas_message_and_allocates_nothing():
     assert str(caught.value) == (
         "CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 has a total capacity of 16.00 GiB of which 3.50 GiB"
         " is free. Including non-PyTorch memory, this process has 12.50 GiB memory in use. Of the allocated memory"
-        " 12.00 GiB is allocated by PyTorch, and 2.00 MiB is reserved by PyTorch but unallocated." + ADVICE)
+        " 12.00 GiB is allocated by PyTorch, and 2.00 MiB is reserved by PyTorch but unallocated." + ADVICE
+    )
     after = a.stats()
     assert after["allocated_bytes"] == before["allocated_bytes"] and after["allocation"] == before["allocation"]
     assert (after["num_ooms"], after["num_alloc_retries"]) == (1, 1)
@@ -226,7 +229,8 @@ def test_memory_fraction_limits_what_may_be_reserved():
         "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 16.00 GiB of which 12.50 GiB"
         " is free. Including non-PyTorch memory, this process has 3.50 GiB memory in use. 4.00 GiB allowed; Of the"
         " allocated memory 3.00 GiB is allocated by PyTorch, and 0 bytes is reserved by PyTorch but unallocated."
-        + ADVICE)
+        + ADVICE
+    )
     a.fraction = 1.0
     a.malloc(2 * GiB)
     with pytest.raises(ValueError, match="Invalid fraction value: 1.5. Allowed range: 0~1"):
@@ -272,8 +276,15 @@ def test_stats_flatten_as_torch_cuda_memory_stats_does(monkeypatch):
     assert flat["requested_bytes.all.current"] == 3 * MiB and flat["requested_bytes.small_pool.freed"] == 100
     assert flat["allocation.all.allocated"] == 2 and flat["active.large_pool.current"] == 1
     assert flat["max_split_size"] == -1 and flat["oversize_allocations.peak"] == 0
-    scalars = {"num_alloc_retries", "num_ooms", "max_split_size", "num_sync_all_streams", "num_device_alloc",
-               "num_device_free", "num_oom_rejections"}
+    scalars = {
+        "num_alloc_retries",
+        "num_ooms",
+        "max_split_size",
+        "num_sync_all_streams",
+        "num_device_alloc",
+        "num_device_free",
+        "num_oom_rejections",
+    }
     assert len(flat) == 9 * 3 * 4 + 2 * 4 + len(scalars) and scalars <= set(flat)
     assert list(flat) == sorted(flat)
 
@@ -287,14 +298,27 @@ def test_snapshot_has_the_shape_of_torch_cuda_memory_snapshot():
     snap = a.snapshot()
     assert set(snap) == {"segments", "device_traces"} and snap["device_traces"] == [[]]
     large, small = snap["segments"]
-    assert set(large) == {"device", "address", "total_size", "allocated_size", "active_size", "requested_size",
-                          "stream", "segment_type", "segment_pool_id", "is_expandable", "frames", "blocks"}
+    assert set(large) == {
+        "device",
+        "address",
+        "total_size",
+        "allocated_size",
+        "active_size",
+        "requested_size",
+        "stream",
+        "segment_type",
+        "segment_pool_id",
+        "is_expandable",
+        "frames",
+        "blocks",
+    }
     assert (large["segment_type"], small["segment_type"], large["segment_pool_id"]) == ("large", "small", (0, 0))
     assert large["address"] == big.address and large["address"] % (2 * MiB) == 0 and small["address"] > big.address
     assert (large["total_size"], large["allocated_size"], large["requested_size"]) == (20 * MiB, 5 * MiB, 5 * MiB)
     assert large["blocks"] == [
         {"address": big.address, "size": 5 * MiB, "requested_size": 5 * MiB, "state": "active_allocated", "frames": []},
-        {"address": big.address + 5 * MiB, "size": 15 * MiB, "requested_size": 0, "state": "inactive", "frames": []}]
+        {"address": big.address + 5 * MiB, "size": 15 * MiB, "requested_size": 0, "state": "inactive", "frames": []},
+    ]
     assert "total_reserved: 22.0MiB" in memory_viz.segsum(snap)
     pickle.dumps(snap)  # as torch.cuda.memory._dump_snapshot writes it
 
@@ -311,10 +335,26 @@ def test_history_is_recorded_only_while_enabled():
     with pytest.raises(torch.OutOfMemoryError):
         a.malloc(2 * GiB)
     trace = a.snapshot()["device_traces"][0]
-    assert [e["action"] for e in trace] == ["segment_alloc", "alloc", "free_requested", "free_completed",
-                                           "segment_free", "segment_free", "oom"]
-    assert trace[1] == {"action": "alloc", "addr": x.address, "size": 5 * MiB, "stream": 0, "compile_context": "",
-                        "user_metadata": "", "time_us": trace[1]["time_us"], "pool_id": (0, 0), "frames": []}
+    assert [e["action"] for e in trace] == [
+        "segment_alloc",
+        "alloc",
+        "free_requested",
+        "free_completed",
+        "segment_free",
+        "segment_free",
+        "oom",
+    ]
+    assert trace[1] == {
+        "action": "alloc",
+        "addr": x.address,
+        "size": 5 * MiB,
+        "stream": 0,
+        "compile_context": "",
+        "user_metadata": "",
+        "time_us": trace[1]["time_us"],
+        "pool_id": (0, 0),
+        "frames": [],
+    }
     oom = trace[-1]
     assert (oom["device_free"], oom["size"]) == (1 * GiB, 2 * GiB) and "addr" not in oom
     assert "a = cudaMalloc(" in memory_viz.trace(a.snapshot())
@@ -345,8 +385,12 @@ def test_stats_agree_with_the_snapshot_under_random_traffic():
             a.empty_cache()
         else:
             try:
-                live.append(a.malloc(rng.choice([rng.randrange(1, 4 * KiB), rng.randrange(1, 2 * MiB),
-                                                 rng.randrange(1, 64 * MiB)]), stream=rng.choice([0, 0, 0, 5])))
+                live.append(
+                    a.malloc(
+                        rng.choice([rng.randrange(1, 4 * KiB), rng.randrange(1, 2 * MiB), rng.randrange(1, 64 * MiB)]),
+                        stream=rng.choice([0, 0, 0, 5]),
+                    )
+                )
             except torch.OutOfMemoryError:
                 pass
         if step % 100 == 0:

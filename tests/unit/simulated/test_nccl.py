@@ -25,10 +25,12 @@ from conftest import simulates
 
 pytestmark = simulates
 PYTHON = sys.executable
-NCCL_DUPLICATE = ("NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:93, invalid usage (run with "
-                  "NCCL_DEBUG=WARN for details), NCCL version 2.28.9\nncclInvalidUsage: This usually reflects invalid "
-                  "usage of NCCL library.\nLast error:\nDuplicate GPU detected : rank {rank} and rank {peer} both on "
-                  "CUDA device 18000")
+NCCL_DUPLICATE = (
+    "NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:93, invalid usage (run with "
+    "NCCL_DEBUG=WARN for details), NCCL version 2.28.9\nncclInvalidUsage: This usually reflects invalid "
+    "usage of NCCL library.\nLast error:\nDuplicate GPU detected : rank {rank} and rank {peer} both on "
+    "CUDA device 18000"
+)
 
 PRELUDE = """\
 import faulthandler, json, os, sys, warnings
@@ -62,7 +64,7 @@ def _environment(tmp_path, simulate: str | None) -> dict:
     if simulate:
         env["GPULAB_SIMULATE"] = simulate
     env["OMP_NUM_THREADS"] = "1"
-    env["TMPDIR"] = str(tmp_path)   # torchrun's log folders (torchelastic_*) go with the test's folder
+    env["TMPDIR"] = str(tmp_path)  # torchrun's log folders (torchelastic_*) go with the test's folder
     return env
 
 
@@ -74,30 +76,46 @@ def _communicate(processes: list) -> list[tuple[int, str, str]]:
         try:
             out, err = process.communicate(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)   # its own session: torchrun and its ranks
+            os.killpg(process.pid, signal.SIGKILL)  # its own session: torchrun and its ranks
             out, err = process.communicate()
             err += "\n[killed after 120 s]"
         done.append((process.returncode, out, err))
     return done
 
 
-def _run(tmp_path, body: str, *args, ranks: int = 2, launcher: str = "torchrun",
-         simulate: str | None = "2xh100") -> dict:
+def _run(
+    tmp_path, body: str, *args, ranks: int = 2, launcher: str = "torchrun", simulate: str | None = "2xh100"
+) -> dict:
     """Run ``body`` on ``ranks`` ranks under torchrun, or as ``ranks`` plain processes; {rank: results}."""
     script = tmp_path / "script.py"
     script.write_text(PRELUDE + textwrap.dedent(body) + "\nreport()\n")
-    start = functools.partial(subprocess.Popen, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              cwd=tmp_path, start_new_session=True)
+    start = functools.partial(
+        subprocess.Popen,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        start_new_session=True,
+    )
     if launcher == "torchrun":
-        command = [PYTHON, "-m", "torch.distributed.run", f"--nproc_per_node={ranks}",
-                   f"--master_port={_free_port()}", str(script), *map(str, args)]
+        command = [
+            PYTHON,
+            "-m",
+            "torch.distributed.run",
+            f"--nproc_per_node={ranks}",
+            f"--master_port={_free_port()}",
+            str(script),
+            *map(str, args),
+        ]
         processes = [start(command, env=_environment(tmp_path, simulate))]
     else:
         env = _environment(tmp_path, simulate)
         processes = [start([PYTHON, str(script), *map(str, args)], env={**env, "RANK": str(i)}) for i in range(ranks)]
     done = _communicate(processes)
-    output = "\n".join(f"=== process {i}: exit status {status}\n--- stdout\n{out}\n--- stderr\n{err}"
-                       for i, (status, out, err) in enumerate(done))
+    output = "\n".join(
+        f"=== process {i}: exit status {status}\n--- stdout\n{out}\n--- stderr\n{err}"
+        for i, (status, out, err) in enumerate(done)
+    )
     results = {int(path.stem.split("-")[1]): json.loads(path.read_text()) for path in tmp_path.glob("result-*.json")}
     assert all(status == 0 for status, _, _ in done) and len(results) == ranks, output
     return results
@@ -188,7 +206,7 @@ def collectives(tmp_path_factory):
 
 
 def test_nccl_is_available_and_named(collectives):
-    for rank, got in collectives.items():
+    for got in collectives.values():
         assert got["available"] is True
         # torch/distributed/distributed_c10d.py, get_backend: the name init_process_group was given
         assert got["backend"] == "nccl"
@@ -223,8 +241,10 @@ def test_collectives_give_the_values_of_nccl(collectives):
 
 def test_barrier_warns_about_the_current_device_without_device_id(collectives):
     # torch/distributed/distributed_c10d.py, barrier (line 5342): rank 0 warns when no device_id was bound
-    message = ("barrier(): using the device under current context. You can specify `device_id` in "
-               "`init_process_group` to mute this warning.")
+    message = (
+        "barrier(): using the device under current context. You can specify `device_id` in "
+        "`init_process_group` to mute this warning."
+    )
     assert collectives[0]["barrier_warnings"] == [message]
     assert collectives[1]["barrier_warnings"] == []
 
@@ -246,8 +266,10 @@ def test_a_cpu_tensor_is_refused_as_nccl_refuses_it(collectives):
 def test_recv_from_any_source_is_refused(collectives):
     # torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, ProcessGroupNCCL::recvAnysource
     for got in collectives.values():
-        assert got["recv_any_source"] == ["builtins.NotImplementedError",
-                                          "ProcessGroupNCCL does not support recvAnysource"]
+        assert got["recv_any_source"] == [
+            "builtins.NotImplementedError",
+            "ProcessGroupNCCL does not support recvAnysource",
+        ]
 
 
 DDP = """
@@ -335,9 +357,18 @@ def test_a_collective_whose_peer_died_raises(tmp_path):
     script = tmp_path / "script.py"
     script.write_text(PRELUDE + textwrap.dedent(DEAD_PEER))
     env, port = _environment(tmp_path, "2xh100"), _free_port()
-    processes = [subprocess.Popen([PYTHON, str(script), str(port)], cwd=tmp_path, env={**env, "RANK": str(i)},
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-                 for i in range(2)]
+    processes = [
+        subprocess.Popen(
+            [PYTHON, str(script), str(port)],
+            cwd=tmp_path,
+            env={**env, "RANK": str(i)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        for i in range(2)
+    ]
     done = _communicate(processes)
     assert [status for status, _, _ in done] == [0, 3], done
     got = json.loads((tmp_path / "result-0.json").read_text())
@@ -373,8 +404,9 @@ dist.destroy_process_group()
 
 @pytest.fixture(scope="module")
 def rendezvous(tmp_path_factory):
-    return _run(tmp_path_factory.mktemp("rendezvous"), RENDEZVOUS, _free_port(), _free_port(), _free_port(),
-                launcher="plain")
+    return _run(
+        tmp_path_factory.mktemp("rendezvous"), RENDEZVOUS, _free_port(), _free_port(), _free_port(), launcher="plain"
+    )
 
 
 def test_tcp_and_store_rendezvous_with_a_gpu_per_rank(rendezvous):
@@ -390,8 +422,8 @@ def test_two_ranks_on_one_gpu_are_refused_as_nccl_refuses_them(rendezvous):
         # C10D_NCCL_CHECK as DistBackendError, as reported in github.com/Intellindust-AI-Lab/DEIMv2 issue 155
         expected = ["torch.distributed.DistBackendError", NCCL_DUPLICATE.format(rank=rank, peer=1 - rank)]
         assert got["first_collective"] == expected
-        assert got["again"] == expected          # the communicator is never made, so every collective fails
-        assert got["eager"] == expected          # device_id: ncclCommInitRank at init_process_group
+        assert got["again"] == expected  # the communicator is never made, so every collective fails
+        assert got["eager"] == expected  # device_id: ncclCommInitRank at init_process_group
 
 
 DEFAULT_BACKEND = """

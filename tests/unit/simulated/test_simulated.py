@@ -27,8 +27,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 PYTHON = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv" / "bin" / "python").exists() else sys.executable
 TORCH_DIR = pathlib.Path(importlib.util.find_spec("torch").origin).parent
 
-pytestmark = [pytest.mark.skipif(not (TORCH_DIR / "_C" / "__init__.pyi").exists(), reason="needs torch's stubs"),
-              simulates]
+pytestmark = [
+    pytest.mark.skipif(not (TORCH_DIR / "_C" / "__init__.pyi").exists(), reason="needs torch's stubs"),
+    simulates,
+]
 
 # Scripts start with these: the JSON line they print is what the test reads.
 PRELUDE = """
@@ -46,8 +48,11 @@ EPILOGUE = "\nprint(json.dumps(OUT))\n"
 
 
 def _environment(machine: str | None, extra: dict | None = None) -> dict:
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("GPULAB_SIMULATE", "CUDA_VISIBLE_DEVICES", "PYTEST_CURRENT_TEST")}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("GPULAB_SIMULATE", "CUDA_VISIBLE_DEVICES", "PYTEST_CURRENT_TEST")
+    }
     if machine:
         env["GPULAB_SIMULATE"] = machine
     env.update(extra or {})
@@ -56,8 +61,14 @@ def _environment(machine: str | None, extra: dict | None = None) -> dict:
 
 def _start(machine: str | None, code: str, extra_env: dict | None = None, prelude: bool = True):
     source = PRELUDE + textwrap.dedent(code) + EPILOGUE if prelude else textwrap.dedent(code)
-    return subprocess.Popen([PYTHON, "-c", source], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=_environment(machine, extra_env), cwd=str(ROOT))
+    return subprocess.Popen(
+        [PYTHON, "-c", source],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_environment(machine, extra_env),
+        cwd=str(ROOT),
+    )
 
 
 def _finish(process, timeout: float = 180) -> dict:
@@ -83,14 +94,50 @@ def run_many(jobs: list[tuple[str | None, str]]) -> list[dict]:
 # NVIDIA's data sheets (T4; A100 SXM4 80GB; H100 SXM5 80GB; H200 SXM 141GB) and the CUDA C
 # Programming Guide's table of compute capabilities (threads and shared memory per SM).
 DATA_SHEETS = {
-    "t4": dict(name="Tesla T4", capability=[7, 5], gib=16, sms=40, l2_mib=4, bus_bits=256, bandwidth_gbs=320,
-               threads_per_sm=1024, smem_per_sm_kib=64),
-    "a100": dict(name="NVIDIA A100-SXM4-80GB", capability=[8, 0], gib=80, sms=108, l2_mib=40, bus_bits=5120,
-                 bandwidth_gbs=2039, threads_per_sm=2048, smem_per_sm_kib=164),
-    "h100": dict(name="NVIDIA H100 80GB HBM3", capability=[9, 0], gib=80, sms=132, l2_mib=50, bus_bits=5120,
-                 bandwidth_gbs=3350, threads_per_sm=2048, smem_per_sm_kib=228),
-    "h200": dict(name="NVIDIA H200", capability=[9, 0], gib=141, sms=132, l2_mib=50, bus_bits=6144,
-                 bandwidth_gbs=4800, threads_per_sm=2048, smem_per_sm_kib=228),
+    "t4": dict(
+        name="Tesla T4",
+        capability=[7, 5],
+        gib=16,
+        sms=40,
+        l2_mib=4,
+        bus_bits=256,
+        bandwidth_gbs=320,
+        threads_per_sm=1024,
+        smem_per_sm_kib=64,
+    ),
+    "a100": dict(
+        name="NVIDIA A100-SXM4-80GB",
+        capability=[8, 0],
+        gib=80,
+        sms=108,
+        l2_mib=40,
+        bus_bits=5120,
+        bandwidth_gbs=2039,
+        threads_per_sm=2048,
+        smem_per_sm_kib=164,
+    ),
+    "h100": dict(
+        name="NVIDIA H100 80GB HBM3",
+        capability=[9, 0],
+        gib=80,
+        sms=132,
+        l2_mib=50,
+        bus_bits=5120,
+        bandwidth_gbs=3350,
+        threads_per_sm=2048,
+        smem_per_sm_kib=228,
+    ),
+    "h200": dict(
+        name="NVIDIA H200",
+        capability=[9, 0],
+        gib=141,
+        sms=132,
+        l2_mib=50,
+        bus_bits=6144,
+        bandwidth_gbs=4800,
+        threads_per_sm=2048,
+        smem_per_sm_kib=228,
+    ),
 }
 
 DEVICE_SCRIPT = """
@@ -174,10 +221,11 @@ def test_device_properties_and_capability_answers_are_the_cards():
             rf"minor={sheet['capability'][1]}, total_memory={props['total_memory'] // 2**20}MB, "
             rf"multi_processor_count={sheet['sms']}, uuid=[0-9a-f]{{8}}(-[0-9a-f]{{4}}){{3}}-[0-9a-f]{{12}}, "
             rf"pci_bus_id=\d+, pci_device_id=\d+, pci_domain_id=\d+, L2_cache_size={sheet['l2_mib']}MB\)",
-            out["repr"]), out["repr"]
+            out["repr"],
+        ), out["repr"]
 
         ampere_or_newer = sheet["capability"] >= [8, 0]
-        assert out["bf16"] is True, key                        # a T4 too: with emulation (torch 2.13)
+        assert out["bf16"] is True, key  # a T4 too: with emulation (torch 2.13)
         assert out["bf16_native"] is ampere_or_newer, key
         assert out["tf32"] is ampere_or_newer, key
         assert out["float8_capable"] is (sheet["capability"] >= [8, 9]), key
@@ -191,8 +239,10 @@ def test_device_properties_and_capability_answers_are_the_cards():
         else:
             kind, message = out["scaled_mm_error"]
             assert kind in ("RuntimeError", "NotImplementedError"), key
-            assert message == ("torch._scaled_mm is only supported on CUDA devices with compute capability "
-                               ">= 9.0 or 8.9, or ROCm MI300+"), key
+            assert message == (
+                "torch._scaled_mm is only supported on CUDA devices with compute capability "
+                ">= 9.0 or 8.9, or ROCm MI300+"
+            ), key
         for text in out["texts"]:
             assert "simulat" not in text.lower(), (key, text)
 
@@ -204,7 +254,9 @@ def test_torch_accelerator_answers_for_the_gpus():
     (``memory_allocated`` is ``memory_stats()["allocated_bytes.all.current"]``, as torch.cuda's),
     bound to ``torch._C._accelerator_*`` (their stubs: torch/_C/__init__.pyi).
     """
-    out = run("2xa100", """
+    out = run(
+        "2xa100",
+        """
         acc = torch.accelerator
         OUT["basics"] = [acc.is_available(), acc.device_count(), str(acc.current_accelerator()),
                          acc.current_device_index()]
@@ -227,7 +279,8 @@ def test_torch_accelerator_answers_for_the_gpus():
         OUT["has"] = sorted(name for name in ("memory_allocated", "max_memory_allocated", "memory_reserved",
                                               "memory_stats", "get_memory_info", "reset_peak_memory_stats")
                             if hasattr(acc, name))
-    """)
+    """,
+    )
     assert out["basics"] == [True, 2, "cuda", 0]
     assert out["after_set"] == [1, 1, "cuda:1"]
     assert out["inside"] == [0, "cuda:0"] and out["after_with"] == 1
@@ -240,6 +293,7 @@ def test_torch_accelerator_answers_for_the_gpus():
 
 # ----------------------------------------------------------------------------------------------
 # Tensors
+
 
 def test_tensors_hold_real_values_on_their_device_and_move_as_on_a_gpu():
     """Values equal the CPU's; device, mixing, ``.numpy()``, moves, copies, pinned memory, ``non_blocking``.
@@ -254,7 +308,9 @@ def test_tensors_hold_real_values_on_their_device_and_move_as_on_a_gpu():
     docs ("Use pinned memory buffers"); DataLoader(pin_memory=True) pins its batches
     (torch/utils/data/_utils/pin_memory.py).
     """
-    out = run("2xt4", """
+    out = run(
+        "2xt4",
+        """
         from torch.utils.data import DataLoader, TensorDataset
         torch.manual_seed(0)
         a, b = torch.randn(64, 32), torch.randn(32, 16)
@@ -299,23 +355,42 @@ def test_tensors_hold_real_values_on_their_device_and_move_as_on_a_gpu():
         loader = DataLoader(TensorDataset(a, torch.arange(64)), batch_size=16, pin_memory=True)
         xb, yb = next(iter(loader))
         OUT["loader"] = [xb.is_pinned(), yb.is_pinned(), str(xb.device), str(xb.to("cuda", non_blocking=True).device)]
-    """)
-    assert out["values"] == {k: ["cuda:0", True] for k in
-                             ("matmul", "softmax", "sum", "sort", "cumsum", "relu_mean", "index", "scalar")}
+    """,
+    )
+    assert out["values"] == {
+        k: ["cuda:0", True] for k in ("matmul", "softmax", "sum", "sort", "cumsum", "relu_mean", "index", "scalar")
+    }
     assert out["resized"] == [[2**20], 8 * 2**20, [3, 3], [64, 16], [4, 2], [5, 6, 7, 8], [32, 64], 64 * 32 * 4]
     assert out["devices"] == ["cuda:0", True, 0, "cuda:1", 1, False, -1]
     same_device = "Expected all tensors to be on the same device, but found at least two devices, "
     assert out["mix_cpu"] == out["mix_cpu_first"] == ["RuntimeError", same_device + "cuda:0 and cpu!"]
     assert out["mix_gpus"] == ["RuntimeError", same_device + "cuda:0 and cuda:1!"]
     # an operator TensorIterator does not run names the argument, as an H100 did (tools/gpu-runner/records/)
-    assert out["mix_matmul"] == ["RuntimeError", "Expected all tensors to be on the same device, but got mat2 is on "
-                                 "cpu, different from other tensors on cuda:0 (when checking argument in method "
-                                 "wrapper_CUDA_mm)"]
-    assert out["numpy"] == ["TypeError", "can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to "
-                                         "copy the tensor to host memory first."]
+    assert out["mix_matmul"] == [
+        "RuntimeError",
+        "Expected all tensors to be on the same device, but got mat2 is on "
+        "cpu, different from other tensors on cuda:0 (when checking argument in method "
+        "wrapper_CUDA_mm)",
+    ]
+    assert out["numpy"] == [
+        "TypeError",
+        "can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first.",
+    ]
     assert out["numpy_after_cpu"] == 64
-    assert out["moves"] == ["cuda:1", "cuda:0", "cuda:0", "cpu", "cuda:1", True, True, "cuda:1", "cuda:0", "cuda:0",
-                            "cuda:1", "cuda:1"]
+    assert out["moves"] == [
+        "cuda:1",
+        "cuda:0",
+        "cuda:0",
+        "cpu",
+        "cuda:1",
+        True,
+        True,
+        "cuda:1",
+        "cuda:0",
+        "cuda:0",
+        "cuda:1",
+        "cuda:1",
+    ]
     assert out["pinned"] == [True, False, True, True, False, False, True, False, "cuda:0", True]
     assert out["loader"] == [True, True, "cpu", "cuda:0"]
 
@@ -330,7 +405,9 @@ def test_save_and_load_behave_as_with_cuda_tensors(tmp_path):
     torch.load with map_location=torch.device('cpu') to map your storages to the CPU."
     """
     saved, plain_file = tmp_path / "on_gpu.pt", tmp_path / "on_cpu.pt"
-    out = run("2xt4", f"""
+    out = run(
+        "2xt4",
+        f"""
         torch.manual_seed(0)
         model = torch.nn.Linear(4, 3).cuda()
         x0, x1 = torch.arange(6.0, device="cuda:0"), torch.arange(4.0, device="cuda:1") * 2
@@ -352,31 +429,49 @@ def test_save_and_load_behave_as_with_cuda_tensors(tmp_path):
         fresh = torch.nn.Linear(4, 3).cuda()
         fresh.load_state_dict(torch.load({str(saved)!r})["model"])
         OUT["state_dict"] = str(fresh.weight.device)
-    """)
-    assert out["default"] == {"x0": "cuda:0", "x1": "cuda:1", "view": "cuda:0",
-                              "model": {"weight": "cuda:0", "bias": "cuda:0"}}
+    """,
+    )
+    assert out["default"] == {
+        "x0": "cuda:0",
+        "x1": "cuda:1",
+        "view": "cuda:0",
+        "model": {"weight": "cuda:0", "bias": "cuda:0"},
+    }
     assert out["values"] == [[0, 1, 2, 3, 4, 5], [0, 2, 4, 6], [2, 3, 4], True]
     assert out["view_shares"] is True
     assert out["cpu"] == {"x0": "cpu", "x1": "cpu", "view": "cpu", "model": {"weight": "cpu", "bias": "cpu"}}
-    assert out["cuda1"] == {"x0": "cuda:1", "x1": "cuda:1", "view": "cuda:1",
-                            "model": {"weight": "cuda:1", "bias": "cuda:1"}}
-    assert out["dict"] == {"x0": "cuda:0", "x1": "cuda:0", "view": "cuda:0",
-                           "model": {"weight": "cuda:0", "bias": "cuda:0"}}
+    assert out["cuda1"] == {
+        "x0": "cuda:1",
+        "x1": "cuda:1",
+        "view": "cuda:1",
+        "model": {"weight": "cuda:1", "bias": "cuda:1"},
+    }
+    assert out["dict"] == {
+        "x0": "cuda:0",
+        "x1": "cuda:0",
+        "view": "cuda:0",
+        "model": {"weight": "cuda:0", "bias": "cuda:0"},
+    }
     assert out["device"] == out["cuda1"]
     assert out["plain_to_gpu"] == {"w": "cuda:0"}
     assert out["state_dict"] == "cuda:0"
 
     # Where there is no GPU (no GPULAB_SIMULATE), the file is a CUDA file: PyTorch's refusal, or map_location.
-    plain = run(None, f"""
+    plain = run(
+        None,
+        f"""
         OUT["available"] = torch.cuda.is_available()
         OUT["error"] = caught(lambda: torch.load({str(saved)!r}))
         OUT["mapped"] = torch.load({str(saved)!r}, map_location="cpu")["x1"].tolist()
-    """)
+    """,
+    )
     assert plain["available"] is False
-    assert plain["error"] == ["RuntimeError",
-                              "Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is "
-                              "False. If you are running on a CPU-only machine, please use torch.load with "
-                              "map_location=torch.device('cpu') to map your storages to the CPU."]
+    assert plain["error"] == [
+        "RuntimeError",
+        "Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is "
+        "False. If you are running on a CPU-only machine, please use torch.load with "
+        "map_location=torch.device('cpu') to map your storages to the CPU.",
+    ]
     assert plain["mapped"] == [0, 2, 4, 6]
 
 
@@ -390,7 +485,9 @@ def test_models_train_copy_and_reproduce_on_the_gpu():
     .cuda() before constructing optimizers for it"); ``torch.manual_seed`` seeds every device
     (torch/random.py); ``copy.deepcopy`` of a module copies its parameters on their device.
     """
-    out = run("t4", """
+    out = run(
+        "t4",
+        """
         import copy
         torch.manual_seed(0)
         X = torch.randn(512, 8)
@@ -439,7 +536,8 @@ def test_models_train_copy_and_reproduce_on_the_gpu():
         drop_again = torch.nn.functional.dropout(torch.ones(8, device="cuda"), 0.5)
         OUT["seed"] = [torch.equal(first.cpu(), again.cpu()), torch.equal(drop.cpu(), drop_again.cpu()),
                        not torch.equal(torch.randn(5, device="cuda").cpu(), again.cpu())]
-    """)
+    """,
+    )
     assert out["identity"] is True
     assert out["param"] == ["cuda:0", True, True, True]
     assert out["foreach"] == [False, True]
@@ -455,6 +553,7 @@ def test_models_train_copy_and_reproduce_on_the_gpu():
 # ----------------------------------------------------------------------------------------------
 # Memory
 
+
 def test_the_caching_allocator_counts_as_the_real_one():
     """Block rounding, pool segments, allocated vs reserved, peaks, ``empty_cache``, ``mem_get_info``, snapshots.
 
@@ -468,7 +567,9 @@ def test_the_caching_allocator_counts_as_the_real_one():
     kept traceback whose frame holds it: the docs' FAQ "My out of memory exception handler can't
     allocate memory").
     """
-    out = run("2xt4", """
+    out = run(
+        "2xt4",
+        """
         from torch.cuda import _memory_viz
         MiB = 2**20
         def now(device=0):
@@ -540,16 +641,17 @@ def test_the_caching_allocator_counts_as_the_real_one():
         OUT["block_states"] = sorted({b["state"] for s in snapshot["segments"] for b in s["blocks"]})
         OUT["viz"] = ["total_reserved" in _memory_viz.segsum(snapshot), "cudaMalloc" in _memory_viz.trace(snapshot),
                       len(_memory_viz.trace_plot(snapshot)) > 0, len(_memory_viz.segment_plot(snapshot)) > 0]
-    """)
+    """,
+    )
     MiB = 2**20
     assert out["start"] == [0, 0]
-    assert out["one_byte"] == [512, 2 * MiB]                  # one 512-byte block in a 2 MiB small segment
-    assert out["thousand"] == [512 + 1024, 2 * MiB]           # 1000 bytes round up to 1024, same segment
-    assert out["small_pool"] == [1536, 1, 1001, 2]            # requested bytes are the bytes asked for
-    assert out["large"] == [1536 + MiB + 512, 22 * MiB]       # over 1 MiB: a 20 MiB large segment
-    assert out["after_del"] == [1536, 22 * MiB]               # freed, still cached
+    assert out["one_byte"] == [512, 2 * MiB]  # one 512-byte block in a 2 MiB small segment
+    assert out["thousand"] == [512 + 1024, 2 * MiB]  # 1000 bytes round up to 1024, same segment
+    assert out["small_pool"] == [1536, 1, 1001, 2]  # requested bytes are the bytes asked for
+    assert out["large"] == [1536 + MiB + 512, 22 * MiB]  # over 1 MiB: a 20 MiB large segment
+    assert out["after_del"] == [1536, 22 * MiB]  # freed, still cached
     assert out["after_empty_cache"] == [1536, 2 * MiB]
-    assert out["over_10_mib"] == [1536 + 10 * MiB + 512, 14 * MiB]   # over 10 MiB: rounded up to 2 MiB
+    assert out["over_10_mib"] == [1536 + 10 * MiB + 512, 14 * MiB]  # over 10 MiB: rounded up to 2 MiB
     delta, total, total_memory = out["mem_get_info"]
     assert delta == 12 * MiB and total == total_memory
     assert out["peak"] == [1536 + 10 * MiB + 512, 22 * MiB]
@@ -561,8 +663,17 @@ def test_the_caching_allocator_counts_as_the_real_one():
     assert out["snapshot_keys"][:2] == ["allocator_settings", "device_traces"] and "segments" in out["snapshot_keys"]
     assert {"segment_alloc", "alloc", "free_requested", "free_completed"} <= set(out["actions"])
     # torch/csrc/cuda/memory_snapshot.cpp, _memory_snapshot_pickled: the keys _memory_viz reads
-    assert {"address", "blocks", "device", "segment_type", "stream", "total_size", "allocated_size",
-            "active_size", "requested_size"} <= set(out["segment_keys"])
+    assert {
+        "address",
+        "blocks",
+        "device",
+        "segment_type",
+        "stream",
+        "total_size",
+        "allocated_size",
+        "active_size",
+        "requested_size",
+    } <= set(out["segment_keys"])
     assert {"address", "size", "requested_size", "state", "frames"} <= set(out["block_keys"])
     assert {"action", "addr", "size", "stream", "time_us", "frames"} <= set(out["entry_keys"])
     assert out["block_states"] == ["active_allocated", "inactive"]
@@ -580,7 +691,9 @@ def test_out_of_memory_is_cuda_s_and_raised_before_the_host_holds_anything():
     host memory behind it must be committed only when written. An operation whose result is far
     larger than its operands (``torch.outer``) fails with CUDA's error too, not the host's.
     """
-    out = run("h100", """
+    out = run(
+        "h100",
+        """
         import resource
         def rss():
             with open("/proc/self/status") as status:
@@ -606,11 +719,13 @@ def test_out_of_memory_is_cuda_s_and_raised_before_the_host_holds_anything():
         OUT["broadcast"] = caught(lambda: small[:, None] * small[None, :])
         OUT["final_rss"] = rss() - start
         OUT["ooms"] = torch.cuda.memory_stats()["num_ooms"]
-    """)
+    """,
+    )
     kind, message = out["oom"]
     assert kind == "OutOfMemoryError"
-    assert message.startswith("CUDA out of memory. Tried to allocate 100.00 GiB. GPU 0 has a total capacity of "
-                              "79.18 GiB of which ")   # what an H100 SXM reports (tools/gpu-runner/records/)
+    assert message.startswith(
+        "CUDA out of memory. Tried to allocate 100.00 GiB. GPU 0 has a total capacity of 79.18 GiB of which "
+    )  # what an H100 SXM reports (tools/gpu-runner/records/)
     assert "Of the allocated memory" in message and "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in message
     assert max(out["oom_rss"]) < 64 * 2**20 and out["oom_allocated"] == 512
     fits, grown, written = out["sixty"]
@@ -618,7 +733,7 @@ def test_out_of_memory_is_cuda_s_and_raised_before_the_host_holds_anything():
     assert out["seventy"][0] and out["seventy"][1] < 256 * 2**20
     kind, message = out["fraction"]
     assert kind == "OutOfMemoryError" and "Tried to allocate 30.00 GiB" in message
-    assert "19.79 GiB allowed;" in message           # 0.25 of the card (79.18 GiB): the "allowed" line of the message
+    assert "19.79 GiB allowed;" in message  # 0.25 of the card (79.18 GiB): the "allowed" line of the message
     for key in ("outer", "broadcast"):
         assert out[key][0] == "OutOfMemoryError" and "Tried to allocate 256.00 GiB" in out[key][1], out[key]
     assert out["final_rss"] < 256 * 2**20
@@ -627,6 +742,7 @@ def test_out_of_memory_is_cuda_s_and_raised_before_the_host_holds_anything():
 
 # ----------------------------------------------------------------------------------------------
 # Streams, events, devices, processes
+
 
 def test_streams_events_and_synchronisation():
     """Streams and their context, events and ``elapsed_time``, ``synchronize``, ``set_sync_debug_mode``.
@@ -640,7 +756,9 @@ def test_streams_events_and_synchronisation():
     copy), ``device_synchronize`` does not; a non-blocking copy from pinned memory is a
     cudaMemcpyAsync (aten/src/ATen/native/cuda/Copy.cu).
     """
-    out = run("t4", """
+    out = run(
+        "t4",
+        """
         import time
         s = torch.cuda.Stream()
         default = torch.cuda.current_stream()
@@ -681,18 +799,25 @@ def test_streams_events_and_synchronisation():
         OUT["error_mode"] = caught(lambda: x.sum().item())
         torch.cuda.set_sync_debug_mode("default")
         OUT["default_mode"] = [torch.cuda.get_sync_debug_mode(), x.sum().item() is not None]
-    """)
+    """,
+    )
     assert out["streams"] == [True, True, True, True, "cuda:0", True, True]
     assert out["wait"] == [None, None, None, None]
     assert out["unrecorded"] == ["ValueError", "Both events must be recorded before calculating elapsed time."]
-    assert 40 <= out["elapsed"] < 5000                  # milliseconds
+    assert 40 <= out["elapsed"] < 5000  # milliseconds
     assert out["query"] == [True, True]
     assert out["no_timing"] == ["ValueError", "Both events must be created with argument 'enable_timing=True'."]
     assert out["event_wait"] == [None, True]
     assert out["mode"] == 1
     sync = ["called a synchronizing CUDA operation"]
-    assert out["warned"] == {"item": sync, "cpu": sync, "blocking_to_gpu": sync, "pinned_non_blocking": [],
-                             "on_device": [], "device_synchronize": []}
+    assert out["warned"] == {
+        "item": sync,
+        "cpu": sync,
+        "blocking_to_gpu": sync,
+        "pinned_non_blocking": [],
+        "on_device": [],
+        "device_synchronize": [],
+    }
     assert out["error_mode"] == ["RuntimeError", "called a synchronizing CUDA operation"]
     assert out["default_mode"] == [0, True]
 
@@ -734,8 +859,11 @@ def test_devices_are_counted_chosen_and_refused_as_cuda_does():
         else:
             OUT["name"] = torch.cuda.get_device_name(0)
     """
-    processes = [_start("2xt4", code), _start("2xt4", code, {"CUDA_VISIBLE_DEVICES": "1"}),
-                 _start("2xt4", code, {"CUDA_VISIBLE_DEVICES": ""})]
+    processes = [
+        _start("2xt4", code),
+        _start("2xt4", code, {"CUDA_VISIBLE_DEVICES": "1"}),
+        _start("2xt4", code, {"CUDA_VISIBLE_DEVICES": ""}),
+    ]
     node, only_second, hidden = (_finish(p) for p in processes)
     assert node["count"] == [True, 2] and node["current"] == 0
     assert node["after_set"] == [1, "cuda:1", "cuda:1"]
@@ -761,7 +889,9 @@ def test_a_forked_child_cannot_use_the_gpu_its_parent_initialised():
     C Programming Guide: a CUDA context is not valid in a forked child). A child forked before
     initialisation may use CUDA.
     """
-    out = run("t4", """
+    out = run(
+        "t4",
+        """
         def child(work):
             read, write = os.pipe()
             pid = os.fork()
@@ -782,11 +912,15 @@ def test_a_forked_child_cannot_use_the_gpu_its_parent_initialised():
         OUT["inherited"] = child(lambda: (x * 2).sum().item())
         OUT["initialised_in_child"] = child(lambda: sys.exit(0) if not torch.cuda.is_initialized() else 1 / 0)
         OUT["parent_still_works"] = (x * 2).sum().item()
-    """)
+    """,
+    )
     assert out["before_init"] is None
     assert out["parent_initialised"] is True
-    bad_fork = ["RuntimeError", "Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, "
-                                "you must use the 'spawn' start method"]
+    bad_fork = [
+        "RuntimeError",
+        "Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, "
+        "you must use the 'spawn' start method",
+    ]
     assert out["new_tensor"] == bad_fork and out["move"] == bad_fork
     kind, message = out["inherited"]
     assert kind == "AcceleratorError" and message.startswith("CUDA error: initialization error")
@@ -796,6 +930,7 @@ def test_a_forked_child_cannot_use_the_gpu_its_parent_initialised():
 
 # ----------------------------------------------------------------------------------------------
 # The bindings
+
 
 def _stub_functions() -> dict[str, ast.FunctionDef]:
     tree = ast.parse((TORCH_DIR / "_C" / "__init__.pyi").read_text())
@@ -812,11 +947,15 @@ def _stub_parameters(node: ast.FunctionDef, skip_first: bool = False) -> list[li
     args = node.args
     positional = args.posonlyargs + args.args
     first_default = len(positional) - len(args.defaults)
-    params = [[arg.arg, "POSITIONAL_ONLY" if i < len(args.posonlyargs) else "POSITIONAL_OR_KEYWORD", i >= first_default]
-              for i, arg in enumerate(positional)]
+    params = [
+        [arg.arg, "POSITIONAL_ONLY" if i < len(args.posonlyargs) else "POSITIONAL_OR_KEYWORD", i >= first_default]
+        for i, arg in enumerate(positional)
+    ]
     if args.vararg:
         params.append([args.vararg.arg, "VAR_POSITIONAL", False])
-    params += [[arg.arg, "KEYWORD_ONLY", default is not None] for arg, default in zip(args.kwonlyargs, args.kw_defaults)]
+    params += [
+        [arg.arg, "KEYWORD_ONLY", default is not None] for arg, default in zip(args.kwonlyargs, args.kw_defaults)
+    ]
     if args.kwarg:
         params.append([args.kwarg.arg, "VAR_KEYWORD", False])
     return params[1:] if skip_first else params
@@ -846,11 +985,27 @@ LEFT_OUT = {
     "_cuda_jiterator_compile_and_launch_kernel": "the jiterator compiles CUDA C++: no custom kernels here",
     "_cuda_record_untuned_enable": "TunableOp (cuBLAS/hipBLASLt tuning) is not simulated",
     "_cuda_record_untuned_is_enabled": "TunableOp is not simulated",
-    **{f"_cuda_tunableop_{name}": "TunableOp is not simulated" for name in (
-        "enable", "get_filename", "get_max_tuning_duration", "get_max_tuning_iterations", "get_results",
-        "get_rotating_buffer_size", "get_validators", "is_enabled", "read_file", "set_filename",
-        "set_max_tuning_duration", "set_max_tuning_iterations", "set_numerical_check_tolerances",
-        "set_rotating_buffer_size", "tuning_enable", "tuning_is_enabled")},
+    **{
+        f"_cuda_tunableop_{name}": "TunableOp is not simulated"
+        for name in (
+            "enable",
+            "get_filename",
+            "get_max_tuning_duration",
+            "get_max_tuning_iterations",
+            "get_results",
+            "get_rotating_buffer_size",
+            "get_validators",
+            "is_enabled",
+            "read_file",
+            "set_filename",
+            "set_max_tuning_duration",
+            "set_max_tuning_iterations",
+            "set_numerical_check_tolerances",
+            "set_rotating_buffer_size",
+            "tuning_enable",
+            "tuning_is_enabled",
+        )
+    },
 }
 
 
@@ -871,7 +1026,9 @@ def test_every_binding_keeps_the_real_signature_and_torch_finds_what_it_calls():
                 block = block[0] or block[1]
                 names = (name.split("#")[0].strip() for name in block.split(","))
                 called |= {name for name in names if name.startswith(("_cuda", "_CUDA"))}
-    out = run("t4", f"""
+    out = run(
+        "t4",
+        f"""
         import inspect
         from gpulab.simulated import runtime
         bindings = {{**runtime.cuda_bindings(), **runtime.accelerator_bindings()}}
@@ -896,7 +1053,8 @@ def test_every_binding_keeps_the_real_signature_and_torch_finds_what_it_calls():
         OUT["present"] = {{name: hasattr(torch._C, name) for name in {sorted(called)!r}}}
         props = torch.cuda.get_device_properties(0)
         OUT["props_attrs"] = sorted(a for a in dir(props) if not a.startswith("_"))
-    """)
+    """,
+    )
     stubs, stub_classes = _stub_functions(), _stub_classes()
     assert len(out["functions"]) > 50
     for name, binding in out["functions"].items():
@@ -919,7 +1077,9 @@ def test_every_binding_keeps_the_real_signature_and_torch_finds_what_it_calls():
         assert all(p in simulated_new for p in new), (name, new, simulated_new)
         for method in methods:
             assert out["classes"][name].get(method), (name, method)
-    declared = [node.target.id for node in stub_classes["_CudaDeviceProperties"].body if isinstance(node, ast.AnnAssign)]
+    declared = [
+        node.target.id for node in stub_classes["_CudaDeviceProperties"].body if isinstance(node, ast.AnnAssign)
+    ]
     assert set(declared) <= set(out["props_attrs"]), set(declared) - set(out["props_attrs"])
 
     missing = {name for name, present in out["present"].items() if not present}
@@ -929,6 +1089,7 @@ def test_every_binding_keeps_the_real_signature_and_torch_finds_what_it_calls():
 # ----------------------------------------------------------------------------------------------
 # GPULAB_SIMULATE from outside
 
+
 def test_gpulab_simulate_reaches_every_python_and_nothing_else():
     """The variable makes every Python (and its children) see the machine; without it nothing is simulated.
 
@@ -936,27 +1097,40 @@ def test_gpulab_simulate_reaches_every_python_and_nothing_else():
     inherits its parent's environment (Python's subprocess docs), as torchrun's ranks and DataLoader
     workers do. A Python that never imports torch must not pay for it.
     """
-    node, plain = run_many([
-        ("4xh100", """
+    node, plain = run_many(
+        [
+            (
+                "4xh100",
+                """
             import subprocess
             OUT["here"] = [torch.cuda.is_available(), torch.cuda.device_count(), torch.cuda.get_device_name(3),
                            str(torch.zeros(1, device="cuda:3").device)]
             child = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.device_count(), "
                                     "torch.cuda.get_device_name(2))"], capture_output=True, text=True)
             OUT["child"] = child.stdout.strip()
-        """),
-        (None, """
+        """,
+            ),
+            (
+                None,
+                """
             import gpulab, gpulab.simulated
             OUT["plain"] = [torch.cuda.is_available(), torch.cuda.device_count(), gpulab.simulated.is_simulating(),
                             hasattr(torch._C, "_cuda_getDeviceCount"), torch.accelerator.is_available()]
-        """),
-    ])
+        """,
+            ),
+        ]
+    )
     assert node["here"] == [True, 4, "NVIDIA H100 80GB HBM3", "cuda:3"]
     assert node["child"] == "4 NVIDIA H100 80GB HBM3"
     assert plain["plain"] == [False, 0, False, False, False]
     # a Python that does not import torch does not import it because of the variable
-    done = subprocess.run([PYTHON, "-c", "import sys; print('torch' in sys.modules, 'numpy' in sys.modules)"],
-                          capture_output=True, text=True, env=_environment("t4"), timeout=60)
+    done = subprocess.run(
+        [PYTHON, "-c", "import sys; print('torch' in sys.modules, 'numpy' in sys.modules)"],
+        capture_output=True,
+        text=True,
+        env=_environment("t4"),
+        timeout=60,
+    )
     assert done.returncode == 0 and done.stdout.split() == ["False", "False"], done.stderr
     assert done.stderr == ""
 
@@ -966,7 +1140,9 @@ def test_the_profiler_accepts_cuda_and_counts_each_operation_once():
     hands ``ProfilerActivity.CUDA`` to Kineto, which has it): the activity is accepted without the legacy
     GPU fallback's warnings, and a matmul's forward and backward are three ``aten::mm`` on the CPU side,
     as on a GPU, not six (the CPU work that simulates them runs off the profiled thread)."""
-    out = run("t4", """
+    out = run(
+        "t4",
+        """
     from torch.profiler import ProfilerActivity, profile
     OUT["supported"] = sorted(a.name for a in torch.profiler.supported_activities())
     x = torch.randn(64, 64, device="cuda", requires_grad=True)
@@ -977,31 +1153,41 @@ def test_the_profiler_accepts_cuda_and_counts_each_operation_once():
     OUT["warnings"] = [str(w.message) for w in seen]
     OUT["mm"] = sum(e.count for e in prof.key_averages() if e.key == "aten::mm")
     OUT["grad"] = str(x.grad.device)
-    """)
+    """,
+    )
     assert out["supported"] == ["CPU", "CUDA"]
     assert not [w for w in out["warnings"] if "CUDA" in w], out["warnings"]
     assert out["mm"] == 3 and out["grad"] == "cuda:0"
-    plain = run(None, """
+    plain = run(
+        None,
+        """
     OUT["supported"] = sorted(a.name for a in torch.profiler.supported_activities())
-    """)
+    """,
+    )
     assert plain["supported"] == ["CPU"]
 
 
 def test_what_gpulab_shows_a_reader_names_a_simulated_gpu_as_simulated():
     """A simulated run is never shown as a GPU's: gpulab's names for devices say "(simulated)" while
     torch's own answers stay the driver's names (the test above); without the variable nothing is."""
-    out = run("2xt4", """
+    out = run(
+        "2xt4",
+        """
     import gpulab
     OUT["name"] = gpulab.devices.gpu_name(1)
     OUT["table"] = [info.name for info in gpulab.describe() if info.type == "cuda"]
     OUT["torch"] = torch.cuda.get_device_name(1)
-    """)
+    """,
+    )
     assert out == {"name": "Tesla T4 (simulated)", "table": ["Tesla T4 (simulated)"] * 2, "torch": "Tesla T4"}
-    plain = run(None, """
+    plain = run(
+        None,
+        """
     import gpulab, gpulab.simulated
     OUT["simulating"] = gpulab.simulated.is_simulating()
     OUT["cuda"] = torch.cuda.is_available()
-    """)
+    """,
+    )
     assert plain == {"simulating": False, "cuda": False}
 
 
@@ -1010,7 +1196,9 @@ def test_a_storage_is_one_object_at_a_device_address_shared_by_views():
     on the tensor's device, whose data_ptr is the tensor's at offset 0: code that tells parameters'
     storages apart by data_ptr or identity (lesson 04), or watches them with weakref (TensorLedger),
     sees a GPU's storages."""
-    out = run("t4", """
+    out = run(
+        "t4",
+        """
     x = torch.randn(100, device="cuda")
     view = x[10:]
     storage = x.untyped_storage()
@@ -1020,7 +1208,8 @@ def test_a_storage_is_one_object_at_a_device_address_shared_by_views():
     OUT["offset"] = view.data_ptr() - storage.data_ptr()
     model = torch.nn.Linear(4, 4).cuda()
     OUT["distinct"] = len({p.untyped_storage().data_ptr() for p in model.parameters()})
-    """)
+    """,
+    )
     assert out == {"same": True, "device": "cuda:0", "nbytes": 400, "offset": 40, "distinct": 2}
 
 
@@ -1028,14 +1217,17 @@ def test_memory_freed_while_the_allocator_is_busy_is_free_at_the_next_read():
     """A tensor can die while the simulated allocator is working (garbage collection may start inside an
     allocation); CUDA's caching allocator frees at once (c10/cuda/CUDACachingAllocator.cpp, free), so the
     next counter read must already see it freed (lesson 04 compares memory_allocated with its baseline)."""
-    out = run("t4", """
+    out = run(
+        "t4",
+        """
     from gpulab.simulated import tensors
     base = torch.cuda.memory_allocated()
     x = torch.empty(2**20, device="cuda")
     with tensors._free_lock:          # the allocator is busy: the free is queued
         del x
     OUT["after"] = torch.cuda.memory_allocated() - base
-    """)
+    """,
+    )
     assert out == {"after": 0}
 
 
@@ -1043,7 +1235,9 @@ def test_results_much_larger_than_their_operands_are_refused_before_the_host_hol
     """As the caching allocator refuses an output's block before a kernel runs (c10/cuda/CUDACachingAllocator.cpp,
     malloc): an expanded view copied, a repeat, a new_zeros of a size past a T4 raise CUDA's OutOfMemoryError,
     and the process does not grow by what they would have taken."""
-    out = run("t4", """
+    out = run(
+        "t4",
+        """
     def rss_mib():
         return int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) // 1024
     seed = torch.ones(1000, 1000, device="cuda")
@@ -1053,7 +1247,8 @@ def test_results_much_larger_than_their_operands_are_refused_before_the_host_hol
         lambda: seed.repeat(100, 50),
         lambda: seed.new_zeros(5 * 2**30))]
     OUT["grew_mib"] = rss_mib() - start
-    """)
+    """,
+    )
     assert [e[0] for e in out["errors"]] == ["OutOfMemoryError"] * 3
     assert all(e[1].startswith("CUDA out of memory. Tried to allocate") for e in out["errors"])
     assert out["grew_mib"] < 1024
@@ -1065,8 +1260,15 @@ def test_results_much_larger_than_their_operands_are_refused_before_the_host_hol
 # allocator also counts (the training step's numbers, what stays allocated after an out-of-memory error and the
 # bytes its message gives).
 REAL_H100 = ROOT / "tools" / "gpu-runner" / "records" / "2026-11-25-h100" / "probe.json"
-NOT_MODELLED = {("torch",), ("properties", "pci_bus_id"), ("properties", "pci_device_id"), ("properties", "uuid"),
-                ("training step",), ("errors", "allocated after out of memory"), ("errors", "out of memory")}
+NOT_MODELLED = {
+    ("torch",),
+    ("properties", "pci_bus_id"),
+    ("properties", "pci_device_id"),
+    ("properties", "uuid"),
+    ("training step",),
+    ("errors", "allocated after out of memory"),
+    ("errors", "out of memory"),
+}
 
 
 def _leaves(record, path=()):
@@ -1079,17 +1281,26 @@ def _leaves(record, path=()):
 
 
 def test_a_simulated_h100_does_what_a_real_one_did():
-    done = subprocess.run([PYTHON, str(ROOT / "tools" / "gpu-runner" / "probe.py")], capture_output=True, text=True,
-                          env={**os.environ, "GPULAB_SIMULATE": "h100"}, timeout=300)
+    done = subprocess.run(
+        [PYTHON, str(ROOT / "tools" / "gpu-runner" / "probe.py")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "GPULAB_SIMULATE": "h100"},
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     simulated, real = json.loads(done.stdout), json.loads(REAL_H100.read_text())
     assert real["name"] == "NVIDIA H100 80GB HBM3" and real["torch"].startswith("2.11")
     mine = dict(_leaves(simulated))
-    differ = {"/".join(path): (value, mine.get(path, "(absent)")) for path, value in _leaves(real)
-              if mine.get(path, "(absent)") != value}
+    differ = {
+        "/".join(path): (value, mine.get(path, "(absent)"))
+        for path, value in _leaves(real)
+        if mine.get(path, "(absent)") != value
+    }
     assert not differ, "\n".join(f"{path}: real {value!r}, simulated {sim!r}" for path, (value, sim) in differ.items())
     # the out-of-memory error: the same type and words, bytes aside
-    words = re.compile(r"[\d.]+ ?[KMGT]?i?B|\d+ bytes|N B|GPU (\d+|N)")   # the probe wrote the real one's as N B
+    words = re.compile(r"[\d.]+ ?[KMGT]?i?B|\d+ bytes|N B|GPU (\d+|N)")  # the probe wrote the real one's as N B
     assert simulated["errors"]["out of memory"]["type"] == real["errors"]["out of memory"]["type"] == "OutOfMemoryError"
-    assert words.sub("N", simulated["errors"]["out of memory"]["message"]) == \
-        words.sub("N", real["errors"]["out of memory"]["message"])
+    assert words.sub("N", simulated["errors"]["out of memory"]["message"]) == words.sub(
+        "N", real["errors"]["out of memory"]["message"]
+    )
