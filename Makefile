@@ -65,8 +65,9 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check src tests tools
 	$(VENV)/bin/ruff format --check src tests tools
 
+# Two workers (pytest-xdist), each taking whole test files: the two cores each run a share.
 check: lint
-	$(VENV)/bin/python -m pytest tests/unit tests/hygiene
+	$(VENV)/bin/python -m pytest -n 2 --dist loadfile tests/unit tests/hygiene
 
 test: lint venvs
 	$(VENV)/bin/python -m pytest

@@ -125,6 +125,8 @@ def pytest_terminal_summary(terminalreporter):
 
 
 def pytest_sessionfinish(session, exitstatus):
+    if hasattr(session.config, "workerinput"):
+        return  # a pytest-xdist worker: the run's controller looks once every worker is done
     for module in ("test_simulated_course", "test_colab"):
         if module in sys.modules:
             sys.modules[module].stop_runs()

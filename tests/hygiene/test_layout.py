@@ -6,6 +6,7 @@
 - ``tests/unit/`` mirrors ``src/gpulab/``: ``tests/unit/PATH/test_NAME.py`` tests the module
   ``src/gpulab/PATH/NAME.py``, or the package ``PATH`` itself when NAME is the package's name.
 - The README's layout names every package and module, so a newcomer finds each one there.
+- No two test modules share a file name (pytest imports each by it).
 """
 
 import collections
@@ -63,3 +64,13 @@ def test_the_readme_layout_names_every_module():
     words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", layout))
     missing = [module for module in modules() if module.rsplit(".", 1)[-1] not in words]
     assert not missing, f"README's Layout does not name {missing}"
+
+
+def test_every_test_module_has_a_name_of_its_own():
+    # pytest imports a test module by its file's name, from its folder: two of one name, and one is not collected.
+    by_name = collections.defaultdict(list)
+    for path in (ROOT / "tests").rglob("*.py"):
+        if path.name != "__init__.py":
+            by_name[path.stem].append(path.relative_to(ROOT).as_posix())
+    shared = {name: paths for name, paths in by_name.items() if len(paths) > 1}
+    assert not shared, f"test modules that share a name: {shared}"
