@@ -30,6 +30,7 @@ _LAZY_MODULES = {
     "devices",
     "distributed",
     "figures",
+    "checks",
     "grading",
     "memory",
     "plots",
