@@ -1,0 +1,82 @@
+"""What a department needs to adopt the course: its licences, how to cite it, how to change it, what changed.
+
+The code is MIT (``LICENSE``), the lessons' text and figures CC BY 4.0 (``LICENSE-CONTENT``); the package's
+metadata and the README name both. ``CITATION.cff`` is CFF 1.2 (``cffconvert --validate`` accepts it; here its
+required fields and their agreement with the package are held). ``CONTRIBUTING.md`` names the commands a change
+needs, and ``CHANGELOG.md`` keeps the Keep a Changelog form.
+"""
+
+import re
+
+import tomllib
+import yaml
+
+from gpulab import course
+
+from conftest import ROOT
+
+KEEP_A_CHANGELOG = {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}
+
+
+def pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def test_the_code_is_mit_and_the_package_says_so():
+    text = (ROOT / "LICENSE").read_text()
+    assert text.startswith("MIT License\n")
+    assert "Permission is hereby granted, free of charge" in text and 'THE SOFTWARE IS PROVIDED "AS IS"' in text
+    project = pyproject()
+    assert "MIT" in project["license"]["text"].split(" AND ")
+    assert "License :: OSI Approved :: MIT License" in project["classifiers"]
+
+
+def test_the_lessons_text_and_figures_are_cc_by_4_and_the_package_says_so():
+    text = (ROOT / "LICENSE-CONTENT").read_text()
+    assert text.startswith("Creative Commons Attribution 4.0 International (CC BY 4.0)")
+    assert "https://creativecommons.org/licenses/by/4.0/legalcode" in text
+    assert "CC-BY-4.0" in pyproject()["license"]["text"].split(" AND ")
+
+
+def test_the_readme_names_both_licences_and_their_files():
+    readme = (ROOT / "README.md").read_text()
+    section = " ".join(readme.split("## Licence, citing and contributing", 1)[1].split("\n## ", 1)[0].split())
+    for words in (
+        "MIT License",
+        "`LICENSE`",
+        "Creative Commons Attribution 4.0",
+        "`LICENSE-CONTENT`",
+        "`CITATION.cff`",
+        "`CONTRIBUTING.md`",
+        "`CHANGELOG.md`",
+    ):
+        assert words in section, f"the README's licence section does not say {words}"
+
+
+def test_citation_cff_has_cff_1_2s_required_fields_and_agrees_with_the_package():
+    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert citation["cff-version"] == "1.2.0"
+    assert citation["message"].strip() and citation["title"].strip()
+    assert citation["authors"] and all(
+        author.get("name") or author.get("family-names") for author in citation["authors"]
+    )
+    assert citation["version"] == pyproject()["version"]
+    assert set(citation["license"]) == {"MIT", "CC-BY-4.0"}
+    assert citation["repository-code"] == f"https://github.com/{course.REPOSITORY}"
+
+
+def test_contributing_names_the_commands_a_change_needs():
+    text = (ROOT / "CONTRIBUTING.md").read_text()
+    for command in ("make check", "make test", "gpulab assign", "gpulab headers", "GPULAB_SIMULATE=t4"):
+        assert command in text, f"CONTRIBUTING.md does not say how to run {command}"
+    section = re.search(r"README's section \*\*(.+?)\*\*", text).group(1)
+    assert f"## {section}" in (ROOT / "README.md").read_text(), f"the README has no section {section!r}"
+
+
+def test_the_changelog_keeps_a_changelogs_form():
+    text = (ROOT / "CHANGELOG.md").read_text()
+    assert text.startswith("# Changelog\n") and "keepachangelog.com" in text
+    releases = re.findall(r"^## \[([^\]]+)\]", text, flags=re.M)
+    assert releases and releases[0] == "Unreleased", "the newest section comes first and is Unreleased"
+    kinds = set(re.findall(r"^### (.+)$", text, flags=re.M))
+    assert kinds and kinds <= KEEP_A_CHANGELOG, f"sections Keep a Changelog does not name: {kinds - KEEP_A_CHANGELOG}"
