@@ -94,6 +94,18 @@ def _same_experiment(record: dict | None, result: dict, keys: tuple[str, ...]) -
     return record
 
 
+def _not_drawn(record: dict | None, result: dict, keys: tuple[str, ...]) -> str:
+    """Why the reference is not drawn beside ``result``: none was recorded, or it ran with other settings (which)."""
+    if record is None:
+        return reference.NOT_RECORDED
+    other = [
+        f"other {key}" if isinstance(value, (list, tuple)) else f"{key} {value}"
+        for key in keys
+        if (value := record["result"].get(key)) != result.get(key)
+    ]
+    return f"the {reference.gpu_label(record)} reference ran with {', '.join(other)}: choose that to see it here"
+
+
 # Published measurements are long-dashed, without markers: unlike the reader's curves (solid, with
 # markers), a recorded reference (short dashes, with markers) and figures not measured (dotted). One
 # measured at a single size is an open diamond at that size, with no line.
@@ -923,7 +935,7 @@ def amp_step(result: dict, figure) -> None:
         else:
             line.set_label(_run_label(usable["result"], name, reference.gpu_label(usable) + " (reference)"))
     if _no_accelerator(result) and usable is None:
-        plots.note(figure, "no accelerator here · " + reference.NOT_RECORDED)
+        plots.note(figure, "no accelerator here · " + _not_drawn(record, result, ("width",)))
     ax.set_title(f"MLP of width {result['width']}, batch {result['batch']}: autocast to {result['dtype']}", fontsize=9)
     plots.log_axis(ax, "y")
     ax.set_xlabel("training step")
@@ -1258,7 +1270,7 @@ def cudnn_steps(result: dict, figure) -> None:
         plots.note(
             figure,
             "cudnn.benchmark needs a CUDA GPU: on this CPU the flag changes nothing"
-            + (" · " + reference.NOT_RECORDED if usable is None else ""),
+            + (" · " + _not_drawn(record, result, ("image_sizes", "steps_per_size")) if usable is None else ""),
         )
     ax.set_title(
         f"conv net training steps on {result['device']}, a new image size every {result['steps_per_size']} steps",
@@ -1307,5 +1319,5 @@ def slow_loop(result: dict, figure) -> None:
     count_ax.set_ylabel("count per epoch")
     count_ax.set_title(f"what the profiler counts in an epoch of {result['profiled_samples']} samples", fontsize=9)
     if _no_accelerator(result) and usable is None:
-        plots.note(figure, "no accelerator here · " + reference.NOT_RECORDED)
+        plots.note(figure, "no accelerator here · " + _not_drawn(record, result, ("samples", "versions")))
     plots.legend(figure)

@@ -55,3 +55,14 @@ def test_the_formats_picture_has_a_bar_per_format_with_its_bits():
     widths = sorted(round(patch.get_width()) for patch in ax.patches)
     assert widths == sorted([1, 8, 23, 1, 5, 10])
     assert [label.get_text() for label in ax.get_yticklabels()] == ["float16", "float32"]
+
+
+def test_a_reference_of_other_settings_is_said_to_be_one_never_missing():
+    record = {"device": {"name": "NVIDIA H100 80GB HBM3", "multiprocessors": 132}, "result": {"width": 4096}}
+    why = figures._not_drawn(record, {"width": 128}, ("width",))
+    assert "width 4096" in why and reference.NOT_RECORDED not in why and "H100" in why
+    listed = {**record, "result": {"samples": 1024, "versions": ["as written", "fixed"]}}
+    assert "samples 1024, other versions" in figures._not_drawn(
+        listed, {"samples": 64, "versions": ["x"]}, ("samples", "versions")
+    )
+    assert figures._not_drawn(None, {"width": 128}, ("width",)) == reference.NOT_RECORDED
