@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import importlib
 
+# The one place the version is written: pyproject.toml reads it, and course.RELEASE, the git tag every
+# notebook's setup cell installs, is made from it.
 __version__ = "0.1.0"
 
 __all__ = [
@@ -25,6 +27,7 @@ __all__ = [
 ]
 
 _LAZY_MODULES = {
+    "alt_text",
     "bench",
     "course",
     "devices",
