@@ -1,6 +1,9 @@
 import importlib
+import importlib.util
 import os
 import pathlib
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -28,6 +31,31 @@ REQUIRED = {
 # Colab's stack (constraints-colab.txt on Python 3.13), which make test installs where a Python 3.13 is.
 COLAB_VENV = ROOT / ".venv-colab"
 COLAB_PYTHON = COLAB_VENV / "bin" / "python"
+
+
+# Debian's Chromium, started headless and kept off the network, for the tests that read pages as a reader does
+# (tests/e2e/test_browser.py, tests/e2e/test_site.py); playwright is only the Python driver for it.
+CHROMIUM = os.environ.get("GPULAB_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-quic",
+    "--disable-default-apps",
+]
+
+
+def chromium_missing(modules=("playwright",)) -> str | None:
+    """Why the browser tests cannot run here (None when they can): no Chromium, or a module not installed."""
+    if not pathlib.Path(CHROMIUM).is_file():
+        return f"no Chromium at {CHROMIUM} (apt-get install chromium, or set GPULAB_CHROMIUM)"
+    for module in modules:
+        if importlib.util.find_spec(module) is None:
+            return f"{module} is not installed here (pip install -e '.[dev]')"
+    return None
 
 
 def colab_installed() -> bool:
@@ -62,6 +90,22 @@ def code_cell(source: str, metadata: dict | None = None) -> dict:
 def notebook(cells: list, **metadata) -> dict:
     """A format 4.5 notebook around ``cells``, with the plain python3 kernelspec and ``metadata``."""
     return {"cells": cells, "metadata": {**metadata, "kernelspec": KERNELSPEC}, "nbformat": 4, "nbformat_minor": 5}
+
+
+def copy_work_tree(where: pathlib.Path) -> None:
+    """This work tree's tracked and untracked files as they are now, without what git ignores (the venvs, build
+    outputs, caches), copied to ``where``: what a commit of the work tree would hold."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    for relative in filter(None, listed.split("\0")):
+        source = ROOT / relative
+        if source.is_file():  # a file deleted but not yet committed is listed and left out
+            (where / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, where / relative)
 
 
 # Notebooks and graders must clean up after themselves: any gpulab-* entry that appears in the

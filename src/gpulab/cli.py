@@ -10,10 +10,10 @@ from pathlib import Path
 def _info(args: argparse.Namespace) -> int:
     import torch
 
-    from . import devices
+    from . import __version__, devices
 
     print(
-        f"torch {torch.__version__} · accelerator: {devices.accelerator_type() or 'none'} · best device: {devices.best_device()}"
+        f"gpulab {__version__} · torch {torch.__version__} · accelerator: {devices.accelerator_type() or 'none'} · best device: {devices.best_device()}"
     )
     print(devices.describe())
     return 0

@@ -1,9 +1,13 @@
 """The course's map and the one place its GitHub path is written.
 
 Every notebook starts with two generated cells: a title with an "Open in Colab" badge and
-the setup cell. They are made here from :data:`REPOSITORY`, never copied by hand;
-``gpulab headers`` rewrites them and the tests fail when a notebook's header differs.
+the setup cell. They are made here from :data:`REPOSITORY` and :data:`RELEASE`, never copied by
+hand; ``gpulab headers`` rewrites them and the tests fail when a notebook's header differs.
 The README's lesson table is generated here too.
+
+Both name a release, never a branch: the setup cell installs the gpulab the notebook was generated
+with, and the badge opens the notebook as that release has it, so a push to ``main`` changes no
+student's environment in the middle of a semester.
 """
 
 from __future__ import annotations
@@ -12,9 +16,11 @@ import json
 import re
 from pathlib import Path
 
+from . import __version__
+
 __all__ = [
-    "BRANCH",
     "LESSONS",
+    "RELEASE",
     "REPOSITORY",
     "cell_source",
     "colab_url",
@@ -27,7 +33,7 @@ __all__ = [
 ]
 
 REPOSITORY = "gpulab/gpulab"  # owner/name on GitHub
-BRANCH = "main"
+RELEASE = f"v{__version__}"  # this version's git tag (the README's Releases says how one is cut)
 
 # file stem → title, in course order
 LESSONS = {
@@ -54,14 +60,14 @@ if "google.colab" in sys.modules:
 
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--quiet",
-         "gpulab @ git+https://github.com/{REPOSITORY}@{BRANCH}"],
+         "gpulab @ git+https://github.com/{REPOSITORY}@{RELEASE}"],
         check=True,
     )"""
 
 
 def colab_url(relative_path: str) -> str:
-    """The Colab address that opens ``relative_path`` (e.g. ``notebooks/01_devices.ipynb``)."""
-    return f"https://colab.research.google.com/github/{REPOSITORY}/blob/{BRANCH}/{relative_path}"
+    """The Colab address that opens ``relative_path`` (e.g. ``notebooks/01_devices.ipynb``) as :data:`RELEASE` has it."""
+    return f"https://colab.research.google.com/github/{REPOSITORY}/blob/{RELEASE}/{relative_path}"
 
 
 def _parts(relative_path: str) -> tuple[str, str]:

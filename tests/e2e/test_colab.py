@@ -13,8 +13,9 @@ it (GPULAB_REQUIRE_COLAB=1). In it, beside the rest of the suite:
 
 Colab's GPU, a T4, runs the whole course in the same environment (tests/e2e/test_simulated_course.py). And
 the setup cell at the top of every notebook runs as Colab runs it: with ``google.colab`` imported, in a
-copy of the environment without gpulab, its ``pip install`` of the repository served from a local clone
-of this work tree. It must install gpulab and change nothing else: not torch, ipywidgets, IPython or
+copy of the environment without gpulab, its ``pip install`` of the release's tag (``v`` and gpulab's
+version) served from a local clone of this work tree, tagged so, whose ``main`` has moved past the tag. It
+must install gpulab from the tagged commit and change nothing else: not torch, ipywidgets, IPython or
 ipykernel, nor any other package Colab has.
 """
 
@@ -33,7 +34,7 @@ import pytest
 from gpulab import course
 
 from background import Run, Runs
-from conftest import COLAB_PYTHON, COLAB_VENV, ROOT, colab_installed
+from conftest import COLAB_PYTHON, COLAB_VENV, ROOT, colab_installed, copy_work_tree
 
 needs_colab = pytest.mark.skipif(
     not colab_installed(),
@@ -203,23 +204,11 @@ def setup_cells() -> dict[str, list[str]]:
 
 
 def local_repository(where: Path) -> str:
-    """This work tree, its tracked and untracked files as they are now, committed to ``main`` of a repository
-    at ``where``: the repository the setup cell's URL is redirected to. Returns the commit."""
-    listed = (
-        subprocess.run(
-            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            cwd=ROOT,
-            capture_output=True,
-            check=True,
-        )
-        .stdout.decode()
-        .split("\0")
-    )
-    for relative in filter(None, listed):
-        source = ROOT / relative
-        if source.is_file():
-            (where / relative).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, where / relative)
+    """This work tree, its tracked and untracked files as they are now, committed to ``main`` of a repository at
+    ``where`` and tagged as the release it names: the repository the setup cell's URL is redirected to. ``main``
+    then moves one commit past the tag, as it does after a release, so that only the tag reaches the tagged
+    commit. Returns that commit."""
+    copy_work_tree(where)
     git = {
         "GIT_AUTHOR_NAME": "t",
         "GIT_AUTHOR_EMAIL": "t@localhost",
@@ -233,10 +222,17 @@ def local_repository(where: Path) -> str:
         ["git", "init", "-q", "-b", "main"],
         ["git", "add", "-A"],
         ["git", "commit", "-q", "-m", "work tree"],
+        ["git", "tag", "-a", course.RELEASE, "-m", f"gpulab {course.RELEASE}"],
+        ["git", "commit", "-q", "--allow-empty", "-m", "main after the release"],
     ):
         subprocess.run(command, cwd=where, env=env, check=True, capture_output=True)
     return subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=where, env=env, capture_output=True, text=True, check=True
+        ["git", "rev-parse", f"{course.RELEASE}^{{commit}}"],
+        cwd=where,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
 
 
@@ -260,7 +256,8 @@ def test_the_setup_cell_installs_gpulab_as_colab_runs_it_and_changes_nothing_els
     gitconfig = tmp_path / "gitconfig"
     gitconfig.write_text(f'[url "file://{tmp_path / "repository"}"]\n\tinsteadOf = {url}\n')
     for number, (source, notebooks) in enumerate(cells.items()):
-        assert f"git+{url}@{course.BRANCH}" in source, notebooks
+        # the release the notebooks were generated with, never a branch that moves under a class
+        assert f'"gpulab @ git+{url}@{course.RELEASE}"' in source, notebooks
         # A copy of Colab's environment without gpulab: hard links (so beside .venv-colab, on its file system),
         # so that what pip adds or removes there never reaches .venv-colab (pip replaces files, never writes
         # into them).
@@ -302,7 +299,7 @@ def check_setup_cell(number, source, notebooks, colab, tmp_path, gitconfig, url,
     del after["gpulab"]
     changed = {p: (before.get(p), after.get(p)) for p in set(before) | set(after) if before.get(p) != after.get(p)}
     assert not changed, f"the setup cell changed Colab's packages: {changed}"
-    # gpulab is installed, not linked to this work tree, and built from the commit the URL now reaches.
+    # gpulab is installed, not linked to this work tree, and built from the commit the release's tag names.
     found = subprocess.run(
         [
             str(python),
@@ -319,6 +316,7 @@ def check_setup_cell(number, source, notebooks, colab, tmp_path, gitconfig, url,
     direct = next((colab / "lib").glob("python3.*/site-packages/gpulab-*.dist-info/direct_url.json"))
     record = json.loads(direct.read_text())
     assert record["url"] == url and record["vcs_info"]["commit_id"] == commit, record
+    assert record["vcs_info"].get("requested_revision") == course.RELEASE, record
     # And elsewhere (no google.colab), the same cell does nothing.
     quiet = subprocess.run([str(python), str(cell)], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert quiet.returncode == 0 and quiet.stdout == quiet.stderr == "", quiet

@@ -9,7 +9,7 @@ from packaging.version import Version
 
 from conftest import ROOT
 
-CONDA_NAMES = {"pytorch": "torch"}
+CONDA_NAMES = {"pytorch": "torch", "python-build": "build"}
 
 
 def pyproject():
@@ -27,7 +27,9 @@ def declared_by_pyproject():
 def declared_by_environment():
     environment = yaml.safe_load((ROOT / "environment.yml").read_text())
     declared = {}
-    for item in environment["dependencies"]:
+    # conda's packages, and the few that conda-forge lacks, installed by pip
+    pip_section = [item for entry in environment["dependencies"] if isinstance(entry, dict) for item in entry["pip"]]
+    for item in environment["dependencies"] + [i for i in pip_section if not i.startswith("-")]:
         if isinstance(item, dict) or item.split(">")[0].split("=")[0].split("<")[0] in {"python", "pip"}:
             continue
         requirement = Requirement(item)

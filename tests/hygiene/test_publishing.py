@@ -11,6 +11,7 @@ import re
 import tomllib
 import yaml
 
+import gpulab
 from gpulab import course
 
 from conftest import ROOT
@@ -27,15 +28,15 @@ def test_the_code_is_mit_and_the_package_says_so():
     assert text.startswith("MIT License\n")
     assert "Permission is hereby granted, free of charge" in text and 'THE SOFTWARE IS PROVIDED "AS IS"' in text
     project = pyproject()
-    assert "MIT" in project["license"]["text"].split(" AND ")
-    assert "License :: OSI Approved :: MIT License" in project["classifiers"]
+    assert "MIT" in project["license"].split(" AND ")  # an SPDX expression (PEP 639)
+    assert {"LICENSE", "LICENSE-CONTENT"} <= set(project["license-files"])
 
 
 def test_the_lessons_text_and_figures_are_cc_by_4_and_the_package_says_so():
     text = (ROOT / "LICENSE-CONTENT").read_text()
     assert text.startswith("Creative Commons Attribution 4.0 International (CC BY 4.0)")
     assert "https://creativecommons.org/licenses/by/4.0/legalcode" in text
-    assert "CC-BY-4.0" in pyproject()["license"]["text"].split(" AND ")
+    assert "CC-BY-4.0" in pyproject()["license"].split(" AND ")
 
 
 def test_the_readme_names_both_licences_and_their_files():
@@ -60,7 +61,7 @@ def test_citation_cff_has_cff_1_2s_required_fields_and_agrees_with_the_package()
     assert citation["authors"] and all(
         author.get("name") or author.get("family-names") for author in citation["authors"]
     )
-    assert citation["version"] == pyproject()["version"]
+    assert citation["version"] == gpulab.__version__, "cutting a release updates CITATION.cff (README, Releases)"
     assert set(citation["license"]) == {"MIT", "CC-BY-4.0"}
     assert citation["repository-code"] == f"https://github.com/{course.REPOSITORY}"
 
@@ -80,3 +81,28 @@ def test_the_changelog_keeps_a_changelogs_form():
     assert releases and releases[0] == "Unreleased", "the newest section comes first and is Unreleased"
     kinds = set(re.findall(r"^### (.+)$", text, flags=re.M))
     assert kinds and kinds <= KEEP_A_CHANGELOG, f"sections Keep a Changelog does not name: {kinds - KEEP_A_CHANGELOG}"
+
+
+def test_the_version_is_written_once_in_the_package():
+    project = pyproject()
+    assert "version" not in project and "version" in project["dynamic"]
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert setuptools["dynamic"]["version"] == {"attr": "gpulab.__version__"}
+    assert re.fullmatch(r"\d+\.\d+\.\d+", gpulab.__version__)
+
+
+def test_the_readme_says_how_a_release_is_cut_and_how_a_semester_is_pinned():
+    readme = (ROOT / "README.md").read_text()
+    section = " ".join(readme.split("## Releases", 1)[1].split("\n## ", 1)[0].split())
+    for words in (
+        "`__version__`",
+        "`CHANGELOG.md`",
+        "`CITATION.cff`",
+        "gpulab headers",
+        "make test",
+        "git tag -a vX.Y.Z",
+        "git push origin main vX.Y.Z",
+        "git clone --branch vX.Y.Z",
+        f'pip install "gpulab @ git+https://github.com/{course.REPOSITORY}@vX.Y.Z"',
+    ):
+        assert words in section, f"the README's Releases section does not say {words}"

@@ -3,13 +3,14 @@ import sys
 
 import torch
 
+import gpulab
 from gpulab import cli
 
 
-def test_info_prints_the_device_table(capsys):
+def test_info_prints_the_versions_and_the_device_table(capsys):
     assert cli.main(["info"]) == 0
     out = capsys.readouterr().out
-    assert f"torch {torch.__version__}" in out
+    assert out.startswith(f"gpulab {gpulab.__version__} · torch {torch.__version__} · ")
     assert out.splitlines()[1].split()[:2] == ["device", "name"]
 
 

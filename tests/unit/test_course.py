@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+import gpulab
 from gpulab import course
 
 
@@ -27,10 +28,19 @@ def test_header_has_title_badge_and_a_colab_only_setup_cell():
     assert title.startswith("# 01 · Devices: where tensors live\n")
     assert f"({course.colab_url('notebooks/01_devices.ipynb')})" in title
     assert course.colab_url("notebooks/01_devices.ipynb") == (
-        f"https://colab.research.google.com/github/{course.REPOSITORY}/blob/{course.BRANCH}/notebooks/01_devices.ipynb"
+        f"https://colab.research.google.com/github/{course.REPOSITORY}/blob/{course.RELEASE}/notebooks/01_devices.ipynb"
     )
     assert 'if "google.colab" in sys.modules:' in setup
-    assert f"git+https://github.com/{course.REPOSITORY}@{course.BRANCH}" in setup
+    assert f'"gpulab @ git+https://github.com/{course.REPOSITORY}@{course.RELEASE}"' in setup
+
+
+def test_headers_name_the_release_they_were_generated_with_never_a_branch():
+    assert course.RELEASE == f"v{gpulab.__version__}"
+    assert re.fullmatch(r"v\d+\.\d+\.\d+", course.RELEASE), "a release is tagged vX.Y.Z (README, Releases)"
+    title, setup = course.header_cells("solutions/01_devices.ipynb")
+    # the one git revision each names is the tag
+    assert re.findall(r"/blob/([^/]+)/", title) == [course.RELEASE]
+    assert re.findall(r"git\+https://[^\s\"@]+@([^\s\"]+)", setup) == [course.RELEASE]
 
 
 def test_setup_cell_does_nothing_outside_colab():
