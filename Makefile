@@ -7,6 +7,8 @@
 # make test-simulated — only the whole course on a simulated T4 and a node of four H100s (part of make test)
 # make test-versions — every lesson and solution on the oldest torch pyproject.toml admits and on the
 #                 newest release, each in its own .venv-torch-VERSION, on the CPU and a simulated T4
+# make site     — the course's website in site/ (not committed): every lesson and exercise notebook executed
+#                 here (about 3 minutes on two cores), rendered by Sphinx with MyST-NB; open site/index.html
 # make test-gpu — on a CUDA machine: the GPU run in parts of at most 8 minutes, most valuable first (reference
 #                 records and lessons, CUDA tests, solutions, answers); PART=records (or another) runs one
 
@@ -23,7 +25,7 @@ ifeq ($(shell id -u 2>/dev/null),0)
   LAB_FLAGS += --allow-root
 endif
 
-.PHONY: lab colab-venv venvs check lint test test-colab test-simulated test-versions test-gpu clean
+.PHONY: lab colab-venv venvs check lint test test-colab test-simulated test-versions test-gpu site clean
 
 # A venv is rebuilt from its stamp's prerequisites: change pyproject.toml or a constraints
 # file and the next make brings it up to date; otherwise it is reused as it is.
@@ -106,5 +108,11 @@ test-gpu: $(if $(filter $(VENV)/bin/python,$(GPU_PYTHON)),$(VENV)/.installed)
 	$(if $(shell $(GPU_PYTHON) -c 'import torch; print(torch.cuda.is_available() or "")' 2>/dev/null),,$(error make test-gpu needs a CUDA GPU, and $(GPU_PYTHON)'s torch finds none on this machine))
 	$(GPU_PYTHON) tools/gpu-runner/parts.py $(GPU_OUT) $(PART) --limit $(GPU_PART_LIMIT_S) $(if $(BENCH_OUT),--bench-out $(BENCH_OUT))
 
+# The website: tools/site/build.py executes every lesson and exercise notebook (GPULAB_STATIC=1: each panel
+# and figure as an image with its text alternative, each quiz as HTML that needs no kernel) into
+# build/site-source/, then Sphinx renders it with tools/site/conf.py. .github/workflows/pages.yml publishes it.
+site: $(VENV)/.installed
+	$(VENV)/bin/python tools/site/build.py
+
 clean:
-	rm -rf $(VENV) $(VENV_COLAB) .venv-torch-* build src/*.egg-info
+	rm -rf $(VENV) $(VENV_COLAB) .venv-torch-* build site src/*.egg-info

@@ -11,6 +11,8 @@ legend beside them (:func:`legend`), so neither covers the data.
 
 from __future__ import annotations
 
+import base64
+import html
 import io
 import math
 from collections.abc import Callable, Iterable
@@ -82,10 +84,24 @@ def to_png(figure, dpi: int = 100) -> bytes:
 
 def show(figure, dpi: int = 100) -> None:
     """Display ``figure`` in the notebook as a PNG (a figure made by :func:`new_figure` belongs to no
-    pyplot backend, so Jupyter would otherwise print its repr)."""
-    from IPython.display import Image, display
+    pyplot backend, so Jupyter would otherwise print its repr). On a page without a kernel
+    (``GPULAB_STATIC=1``), as an HTML image whose text alternative says what it shows."""
+    from IPython.display import HTML, Image, display
 
-    display(Image(data=to_png(figure, dpi), format="png"))
+    from .widgets import static_outputs
+
+    if static_outputs():
+        from . import alt_text
+
+        display(HTML(html_image(to_png(figure, dpi), alt_text.describe(figure))))
+    else:
+        display(Image(data=to_png(figure, dpi), format="png"))
+
+
+def html_image(png: bytes, alt: str) -> str:
+    """``png`` as an HTML image held in the page itself, with the text alternative ``alt``."""
+    data = base64.b64encode(png).decode("ascii")
+    return f"<img class='gpulab-figure' src='data:image/png;base64,{data}' alt='{html.escape(alt)}'>"
 
 
 def save(figure, path: str | Path, dpi: int = 120) -> Path:

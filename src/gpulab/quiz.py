@@ -7,6 +7,10 @@ Questions are written with the right choice anywhere; the quiz shows the choices
 of its own, shuffled by a fixed seed drawn from the prompt, so the right answer's position
 tells the reader nothing and the same question looks the same every time. In prompts and
 explanations, text between backticks is shown as code.
+
+For a page without a kernel (``GPULAB_STATIC=1``, as ``make site`` sets), a quiz is shown as plain
+HTML that needs no kernel and no script: each choice is a radio button, and picking one shows
+whether it is right and the explanation (CSS alone: ``:checked ~``), nothing before.
 """
 
 from __future__ import annotations
@@ -68,6 +72,17 @@ class Question:
         return self.order.index(self.answer)
 
 
+# Hidden until its choice is picked; told apart by a mark and a word, not by colour alone.
+_STATIC_STYLE = (
+    "<style>.gpulab-question{border:1px solid #999;border-radius:4px;margin:0.6em 0;padding:0.4em 0.8em}"
+    ".gpulab-question legend{font-size:1rem;float:none;width:auto;padding:0 0.3em;margin:0}"
+    ".gpulab-choice label{margin-left:0.4em}"
+    ".gpulab-verdict{display:none;margin:0.2em 0 0.4em 1.6em}"
+    ".gpulab-choice input:checked ~ .gpulab-verdict{display:block}"
+    ".gpulab-verdict.right b{color:#1e7b34}.gpulab-verdict.wrong b{color:#c0392b}</style>"
+)
+
+
 class Quiz:
     """Display with ``Quiz([...])`` as a cell's last line; ``choose``/``check`` drive it from code."""
 
@@ -75,6 +90,7 @@ class Quiz:
         if not questions:
             raise ValueError("a quiz needs at least one question")
         self.questions = list(questions)
+        self.title = title
         self.radios, self.feedback, self.buttons = [], [], []
         self.correct: list[bool | None] = [None] * len(self.questions)
         boxes = [w.HTML(value=f"<h4>{html.escape(title)}</h4>")]
@@ -122,7 +138,31 @@ class Quiz:
     def score(self) -> int:
         return sum(1 for c in self.correct if c)
 
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
+    def static_html(self) -> str:
+        """The quiz as HTML that works without a kernel or a script: the verdict shows once a choice is picked."""
+        key = hashlib.sha256("\n".join(q.prompt for q in self.questions).encode("utf-8")).hexdigest()[:10]
+        parts = [_STATIC_STYLE, f"<div class='gpulab-quiz'><h4>{html.escape(self.title)}</h4>"]
+        for number, question in enumerate(self.questions):
+            name = f"gpulab-quiz-{key}-{number}"
+            parts.append(
+                f"<fieldset class='gpulab-question'><legend><b>{number + 1}.</b> {inline_code(question.prompt)}</legend>"
+            )
+            for index in question.order:
+                right = index == question.answer
+                verdict = "✓ right." if right else "✗ not quite."
+                parts.append(
+                    f"<div class='gpulab-choice'><input type='radio' name='{name}' id='{name}-{index}' "
+                    f"value='{index}'><label for='{name}-{index}'>{inline_code(question.choices[index])}</label>"
+                    f"<div class='gpulab-verdict {'right' if right else 'wrong'}' role='status'>"
+                    f"<b>{verdict}</b> {inline_code(question.explanation)}</div></div>"
+                )
+            parts.append("</fieldset>")
+        parts.append("</div>")
+        return "".join(parts)
 
-        display(self.widget)
+    def _ipython_display_(self) -> None:
+        from IPython.display import HTML, display
+
+        from .widgets import static_outputs
+
+        display(HTML(self.static_html()) if static_outputs() else self.widget)

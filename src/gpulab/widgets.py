@@ -15,6 +15,11 @@ Displaying the panel runs the experiment once with the defaults, so executing th
 exercises the whole path. Every error, out-of-memory included, is caught and shown in the
 panel; the kernel and the panel stay usable. Only core ipywidgets are used, and the same
 code runs on ipywidgets 7.7 (Colab) and 8.x.
+
+For a page without a kernel (the course's website, ``make site``), ``GPULAB_STATIC=1`` makes a
+panel show, in place of its controls, what its run at the default settings gave: the settings,
+the figure with a text alternative that says what it shows (:func:`gpulab.alt_text.describe`)
+and the status line, as plain HTML.
 """
 
 from __future__ import annotations
@@ -197,6 +202,11 @@ def _release_memory() -> None:
 LIMIT_S = 15.0  # what a room waits for after a slider moves
 
 
+def static_outputs() -> bool:
+    """Whether ``GPULAB_STATIC`` asks for outputs a page without a kernel can show (``make site`` sets it)."""
+    return os.environ.get("GPULAB_STATIC", "") not in ("", "0")
+
+
 def default_limit_s() -> float:
     """Seconds a panel's run may take: 15, or ``GPULAB_PANEL_LIMIT_S`` where it is set.
 
@@ -265,6 +275,8 @@ class Panel:
         self.runs = 0
         self.elapsed_s: float | None = None  # the whole run: the experiment, its plot and its summary
         self.experiment_s: float | None = None  # the experiment alone: what estimate_s predicts
+        self.alt_text = ""  # what the last figure shows, in words (for a page without a kernel)
+        self._figure_png: bytes | None = None
         self._running = False
         self._shown = False
 
@@ -273,6 +285,7 @@ class Panel:
         self.progress = w.IntProgress(value=0, min=0, max=1, layout=w.Layout(width="260px"))
         self.status = w.HTML(value="")
         self.output = w.Output(layout=w.Layout(min_height="80px"))
+        self.title = title
         header = [w.HTML(value=f"<b>{html.escape(title)}</b>")] if title else []
         self.hint = w.HTML(value="")
         self.widget = w.VBox(
@@ -343,7 +356,7 @@ class Panel:
         self.output.outputs = ({"output_type": "stream", "name": "stderr", "text": text},)
 
     def _show_figure(self, figure) -> None:
-        png = plots.to_png(figure)
+        png = self._figure_png = plots.to_png(figure)
         self.output.outputs = (
             {
                 "output_type": "display_data",
@@ -364,6 +377,7 @@ class Panel:
         self.runs += 1
         start = time.perf_counter()
         failure = text = None
+        self._figure_png, self.alt_text = None, ""
         try:
             result = self.experiment(progress=self._report_progress, **self.values)
             self.experiment_s = time.perf_counter() - start
@@ -372,6 +386,10 @@ class Panel:
                 self.plot(result, figure)
                 self._show_figure(figure)
             line = self.summary(result) if self.summary is not None else ""
+            if self.plot is not None and static_outputs():
+                from . import alt_text
+
+                self.alt_text = alt_text.describe(figure, line)
         except KeyboardInterrupt:
             self.result, self.error = None, None
             self.progress.bar_style = "warning"
@@ -407,13 +425,48 @@ class Panel:
         return result
 
     def show(self) -> None:
-        """Display the panel; the first time, also run it once with the defaults."""
-        from IPython.display import display
+        """Display the panel; the first time, also run it once with the defaults.
 
+        With ``GPULAB_STATIC=1``, display instead what the run at the defaults gave, as HTML (:meth:`static_html`).
+        """
+        from IPython.display import HTML, display
+
+        if static_outputs():
+            if not self._shown:
+                self._shown = True
+                self.run()
+            display(HTML(self.static_html()))
+            return
         display(self.widget)
         if not self._shown:
             self._shown = True
             self.run()
+
+    def _setting(self, name: str, control) -> str:
+        value = control.value
+        for option in getattr(control, "options", ()):  # a selection's label, as its slider shows it
+            if isinstance(option, tuple) and option[1] == value:
+                value = option[0]
+                break
+        return f"{control.description or name} <b>{html.escape(str(value))}</b>"
+
+    def static_html(self) -> str:
+        """The panel's last run as HTML a page without a kernel can show: title, settings, figure, status."""
+        parts = [f"<div class='gpulab-panel' data-panel='{html.escape(self.name or '')}'>"]
+        if self.title:
+            parts.append(f"<p><b>{html.escape(self.title)}</b></p>")
+        if self.controls:
+            settings = " · ".join(self._setting(name, control) for name, control in self.controls.items())
+            parts.append(
+                f"<p class='gpulab-settings'>Run at its default settings: {settings}. "
+                "In the notebook, these are controls: change them and press Run.</p>"
+            )
+        if self._figure_png is not None:
+            parts.append(plots.html_image(self._figure_png, self.alt_text))
+        if self.error is not None:
+            parts.append(f"<pre class='gpulab-error'>{html.escape(self.output.outputs[0]['text'])}</pre>")
+        parts.append(f"<p class='gpulab-status'>{self.status.value}</p></div>")
+        return "".join(parts)
 
     def _ipython_display_(self) -> None:
         self.show()

@@ -17,7 +17,6 @@ skip is a failure.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -29,35 +28,18 @@ import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
 from gpulab._processes import kill_processes_mentioning
 
-from conftest import ROOT
+from conftest import CHROMIUM, CHROMIUM_FLAGS, ROOT, chromium_missing
 
-CHROMIUM = os.environ.get("GPULAB_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-    "--disable-quic",
-    "--disable-default-apps",
-]
 LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
 def _missing() -> str | None:
-    if not Path(CHROMIUM).is_file():
-        return f"no Chromium at {CHROMIUM} (apt-get install chromium, or set GPULAB_CHROMIUM)"
-    for module in ("playwright", "jupyterlab"):
-        if importlib.util.find_spec(module) is None:
-            return f"{module} is not installed here (pip install -e '.[dev]')"
-    return None
+    return chromium_missing(("playwright", "jupyterlab"))
 
 
 # The words "needs Chromium" let GPULAB_REQUIRE_BROWSER=1 turn this skip into a failure (conftest).

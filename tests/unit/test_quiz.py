@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from gpulab import course
@@ -106,3 +108,27 @@ def test_lesson_quizzes_spread_their_right_answers_over_the_positions():
     for stem, quiz in quizzes:
         positions = [q.shown_answer for q in quiz.questions]
         assert len(set(positions)) > 1, f"{stem}: every right answer is shown at position {positions[0]}"
+
+
+def test_on_a_static_page_the_quiz_is_html_that_hides_each_verdict_until_its_choice_is_picked(monkeypatch):
+    monkeypatch.setenv("GPULAB_STATIC", "1")
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda *objects, **_: shown.extend(objects))
+    quiz = make_quiz()
+    quiz._ipython_display_()
+    (page,) = [thing.data for thing in shown]
+    assert "<script" not in page  # no kernel and no script: the radio buttons and CSS alone
+    assert ".gpulab-verdict{display:none" in page and "input:checked ~ .gpulab-verdict{display:block}" in page
+    for number, question in enumerate(quiz.questions):
+        choices = re.findall(
+            rf"<input type='radio' name='([^']+-{number})' id='[^']+' value='(\d+)'><label[^>]*>([^<]*)</label>"
+            r"<div class='gpulab-verdict (right|wrong)'[^>]*><b>([^<]*)</b> ([^<]*)</div>",
+            page,
+        )
+        # every choice, in the order the widget shows them, one radio group per question
+        assert [int(value) for _, value, *_ in choices] == question.order
+        assert len({name for name, *_ in choices}) == 1
+        for _, value, label, kind, verdict, explanation in choices:
+            right = int(value) == question.answer
+            assert label == question.choices[int(value)] and explanation == question.explanation
+            assert (kind, verdict) == (("right", "✓ right.") if right else ("wrong", "✗ not quite."))

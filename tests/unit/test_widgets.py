@@ -2,6 +2,8 @@
 
 import base64
 import gc
+import html
+import re
 import sys
 import weakref
 
@@ -271,3 +273,47 @@ def test_only_core_widgets_are_used():
     for widget in walk(panel.widget):
         assert type(widget).__module__.startswith("ipywidgets."), type(widget)
     assert ipywidgets.__version__.split(".")[0] in {"7", "8"}
+
+
+# On a page without a kernel (GPULAB_STATIC=1, as make site sets): what the run at the defaults gave, as HTML.
+
+
+def displayed(monkeypatch, thing) -> list:
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda *objects, **_: shown.extend(objects))
+    thing._ipython_display_()
+    return shown
+
+
+def test_a_static_page_shows_the_settings_the_figure_with_its_description_and_the_status(monkeypatch):
+    monkeypatch.setenv("GPULAB_STATIC", "1")
+    panel = make_panel(title="Squares")
+    (shown,) = displayed(monkeypatch, panel)
+    assert panel.runs == 1 and panel.result["sizes"] == [1, 2, 4, 8]
+    page = shown.data
+    assert not isinstance(shown, ipywidgets.Widget) and page.startswith("<div class='gpulab-panel'")
+    assert "<b>Squares</b>" in page and "largest n <b>8</b>" in page and "scale <b>1</b>" in page
+    (source,) = re.findall(r"src='data:image/png;base64,([^']+)'", page)
+    assert base64.b64decode(source).startswith(b"\x89PNG")
+    (alt,) = re.findall(r"alt='([^']*)'", page)
+    assert alt == html.escape(panel.alt_text) and "4 sizes" in panel.alt_text  # the summary line ends it
+    assert "done in" in page and "gpulab-error" not in page
+
+
+def test_a_static_page_shows_a_failed_run_as_an_error(monkeypatch):
+    monkeypatch.setenv("GPULAB_STATIC", "1")
+
+    def broken(max_n, progress):
+        raise ValueError("no such size")
+
+    panel = Panel(broken, {"max_n": widgets.log2_slider("largest n", 2, 64, 8)}, plot=draw)
+    (shown,) = displayed(monkeypatch, panel)
+    assert "gpulab-error" in shown.data and "ValueError: no such size" in shown.data and "<img" not in shown.data
+
+
+def test_without_gpulab_static_the_panel_is_its_widgets(monkeypatch):
+    monkeypatch.delenv("GPULAB_STATIC", raising=False)
+    panel = make_panel()
+    assert displayed(monkeypatch, panel) == [panel.widget] and panel.alt_text == ""
+    monkeypatch.setenv("GPULAB_STATIC", "0")
+    assert not widgets.static_outputs()
