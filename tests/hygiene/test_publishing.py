@@ -83,6 +83,31 @@ def test_the_changelog_keeps_a_changelogs_form():
     assert kinds and kinds <= KEEP_A_CHANGELOG, f"sections Keep a Changelog does not name: {kinds - KEEP_A_CHANGELOG}"
 
 
+def test_the_newest_release_in_the_changelog_is_the_packages_version_and_the_citations():
+    # main's version is the last release's (its notebooks install that tag) until the next one is cut
+    text = (ROOT / "CHANGELOG.md").read_text()
+    released = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - (\d{4}-\d\d-\d\d)$", text, flags=re.M)
+    assert released, "no release in the changelog"
+    version, date = released[0]
+    assert version == gpulab.__version__
+    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert (citation["version"], str(citation["date-released"])) == (version, date)
+    links = dict(re.findall(r"^\[([^\]]+)\]: (\S+)$", text, flags=re.M))
+    assert links["Unreleased"].endswith(f"/compare/v{version}...HEAD")
+    assert links[version].endswith(f"/releases/tag/v{version}")
+
+
+def test_the_pages_workflow_publishes_what_make_site_builds():
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "pages.yml").read_text())
+    steps = workflow["jobs"]["build"]["steps"]
+    assert {"run": "make site"} in steps
+    upload = next(step for step in steps if step.get("uses", "").startswith("actions/upload-pages-artifact"))
+    assert upload["with"]["path"] == "site"
+    assert any(step.get("uses", "").startswith("actions/deploy-pages") for step in workflow["jobs"]["deploy"]["steps"])
+    assert re.search(r"^site: ", (ROOT / "Makefile").read_text(), flags=re.M)
+    assert "/site/" in (ROOT / ".gitignore").read_text().split()  # built, never committed
+
+
 def test_the_version_is_written_once_in_the_package():
     project = pyproject()
     assert "version" not in project and "version" in project["dynamic"]
