@@ -6,8 +6,8 @@
    what it shows, and each quiz is HTML that works without a kernel. How long each took is kept.
 2. Each executed copy, with a line of links under its title (Colab, at the release the notebooks install;
    the notebook as committed, to download; its lesson or its exercises), goes into build/site/source/,
-   beside an index of the lessons (what each teaches, its reading and running time) written from the
-   notebooks themselves.
+   beside an index of the lessons (what each teaches, what it needs first, its time as the lesson gives it
+   and how long its cells ran here) written from the notebooks themselves, and the instructor's guide (guide/).
 3. Sphinx with MyST-NB (tools/site/conf.py) renders them into site/, with Sphinx's own search.
 
     python tools/site/build.py [--jobs N] [--only 01_devices ...]
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import math
 import os
 import platform
 import re
@@ -42,8 +41,9 @@ SITE = ROOT / "site"
 WORK = ROOT / "build" / "site"  # the executed notebooks, Sphinx's doctrees and MyST-NB's jupyter_execute/
 
 FOLDERS = {"notebooks": "lesson", "exercises": "exercises"}
-WORDS_PER_MINUTE = 200  # a reader's pace through technical prose: reading time is words ÷ this, rounded up
 LEARN = re.compile(r"\*\*In this lesson\*\* you will learn to\s*\n(.*)", re.S)
+# Each lesson says what it needs and how long it takes, in one line: "*You need:* lesson 01. *Time:* about 40 minutes."
+NEEDS = re.compile(r"\*You need:\* (.*?)\s*\*Time:\* (about \d+ minutes)")
 
 
 def pages(only: list[str]) -> list[str]:
@@ -87,18 +87,23 @@ def execute(relative: str) -> tuple[nbformat.NotebookNode, float]:
     return notebook, seconds
 
 
-def reading_minutes(notebook) -> int:
-    words = sum(len(cell.source.split()) for cell in notebook.cells if cell.cell_type == "markdown")
-    return max(1, math.ceil(words / WORDS_PER_MINUTE))
-
-
-def learning_goals(notebook) -> str:
-    """The lesson's "In this lesson you will learn to" list, as written in it."""
+def _find(notebook, pattern: re.Pattern, relative: str) -> re.Match:
     for cell in notebook.cells:
-        match = LEARN.search(cell.source) if cell.cell_type == "markdown" else None
+        match = pattern.search(cell.source) if cell.cell_type == "markdown" else None
         if match:
-            return match.group(1).split("\n\n")[0].strip()
-    return ""
+            return match
+    raise SystemExit(f"{relative} lacks the line the index is made from: {pattern.pattern}")
+
+
+def learning_goals(notebook, relative: str) -> str:
+    """The lesson's "In this lesson you will learn to" list, as written in it."""
+    return _find(notebook, LEARN, relative).group(1).split("\n\n")[0].strip()
+
+
+def needs_and_time(notebook, relative: str) -> tuple[str, str]:
+    """What the lesson says a reader needs first, and how long it says it takes."""
+    match = _find(notebook, NEEDS, relative)
+    return match.group(1).rstrip("."), match.group(2)
 
 
 def links(relative: str) -> str:
@@ -145,21 +150,30 @@ def index(timings: dict[str, float], notebooks: dict[str, nbformat.NotebookNode]
         if lesson not in notebooks:
             continue
         number = stem.split("_", 1)[0]
-        run_s = timings[lesson]
+        needs, minutes = needs_and_time(notebooks[lesson], lesson)
         lines += [
             f"## [{number} · {title}]({lesson})",
             "",
-            f"About {reading_minutes(notebooks[lesson])} minutes to read; every cell ran here in "
-            f"{run_s:.0f} s. You will learn to",
+            f"{minutes.capitalize()}; every cell ran here in {timings[lesson]:.0f} s. You need: {needs}. "
+            "You will learn to",
             "",
-            learning_goals(notebooks[lesson]),
+            learning_goals(notebooks[lesson], lesson),
             "",
         ]
         if exercises in notebooks:
             lines += [f"[The exercises]({exercises}) (graded; their checks ran here too, unanswered).", ""]
         toc += [lesson] + ([exercises] if exercises in notebooks else [])
+    lines += [
+        "## For instructors",
+        "",
+        "[The instructor's guide](guide/index.md): for each lesson its plans for a 50-minute lecture and a",
+        "2-hour lab, a demo script per panel, questions for the room and the misconceptions behind each quiz",
+        "choice; for the course, a day's and a semester's plan, running a class on Colab, JupyterHub or a lab's",
+        "GPUs, and grading.",
+        "",
+    ]
     lines += ["```{toctree}", ":hidden:", ":maxdepth: 1", ""] + [Path(p).with_suffix("").as_posix() for p in toc]
-    lines += ["```", ""]
+    lines += ["```", "", "```{toctree}", ":hidden:", ":caption: Instructors", "", "guide/index", "```", ""]
     return "\n".join(lines)
 
 
@@ -201,6 +215,10 @@ def main(argv: list[str] | None = None) -> int:
         download.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(ROOT / relative, download)
     (source / "index.md").write_text(index(timings, notebooks), encoding="utf-8")
+    shutil.copytree(ROOT / "guide", source / "guide")  # the instructor's guide, as written (MyST)
+    pages_of_guide = sorted(path.stem for path in (ROOT / "guide").glob("[0-9][0-9]_*.md"))
+    with (source / "guide" / "index.md").open("a", encoding="utf-8") as guide:
+        guide.write("\n```{toctree}\n:hidden:\n\n" + "\n".join(pages_of_guide) + "\n```\n")
     print(f"executed {len(notebooks)} notebooks in {time.monotonic() - started:.0f} s; rendering", flush=True)
 
     # Rendered inside the work folder (MyST-NB writes its jupyter_execute/ beside Sphinx's output), then moved.
