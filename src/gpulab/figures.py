@@ -58,6 +58,8 @@ PANELS: dict[str, Callable] = {}
 # A panel's name: its lesson's number, then a word or two ("02_bandwidth"); it names its record's file too.
 PANEL_NAME = re.compile(r"\d\d_[a-z0-9_]+")
 
+_O = plots.OKABE_ITO  # the colours a kind of series asks for, where a figure can grant them
+
 
 def panel(name: str, *, published: tuple[str, ...] = ()) -> Callable[[Callable], Callable]:
     """Register the decorated ``draw(result, figure)`` as the figure of the panel ``name``, which draws,
@@ -108,22 +110,21 @@ def _not_drawn(record: dict | None, result: dict, keys: tuple[str, ...]) -> str:
 
 # Published measurements are long-dashed, without markers: unlike the reader's curves (solid, with
 # markers), a recorded reference (short dashes, with markers) and figures not measured (dotted). One
-# measured at a single size is an open diamond at that size, with no line.
-PUBLISHED_DASHES = (0, (8, 3))
-PUBLISHED_COLORS = ("#6a3d9a", "#b15928", "#1f78b4", "#e31a1c")
-
-
+# measured at a single size is an open marker at that size, with no line. Each publication has a colour
+# of its own (a colour for one source), each of its figures a dash pattern or marker of its own.
 def _published(
-    ax, draw: Callable, unit: str, *, dtype: str | None = None, direction: str | None = None, color=None
+    ax, draw: Callable, unit: str, *, dtype: str | None = None, direction: str | None = None, label=None
 ) -> list:
     """A horizontal line on ``ax`` for each published measurement the panel figure ``draw`` draws (of that
     dtype or direction), at its value in ``unit`` — the unit of the axis, which the caller names. A figure
-    measured at one size (``entry.nbytes``, on an axis of bytes) is an open marker at that size, not a line."""
-    lines = []
-    for index, entry in enumerate(reference.published(draw.published_keys, dtype=dtype, direction=direction)):
+    measured at one size (``entry.nbytes``, on an axis of bytes) is an open marker at that size, not a line.
+    ``label(entry)``: its legend label, where not ``entry.label(unit)``."""
+    figure, lines = ax.figure, []
+    for entry in reference.published(draw.published_keys, dtype=dtype, direction=direction):
+        text = label(entry) if label else entry.label(unit)
         style = dict(
-            color=color(entry) if color else PUBLISHED_COLORS[index % len(PUBLISHED_COLORS)],
-            label=entry.label(unit),
+            color=plots.color_of(figure, f"published: {entry.gpu} ({entry.short})"),
+            label=text,
             gid=f"published|{entry.key}",
         )
         if entry.nbytes is not None:
@@ -131,16 +132,15 @@ def _published(
                 [entry.nbytes],
                 [entry.value_in(unit)],
                 linestyle="none",
-                marker="D",
-                markersize=7,
+                marker=plots.marker_of(figure, text),
+                markersize=8,
                 markerfacecolor="none",
-                markeredgewidth=1.5,
+                markeredgewidth=2,
                 **style,
             )
         else:
-            lines.append(
-                ax.axhline(entry.value_in(unit), linestyle=PUBLISHED_DASHES, linewidth=1.3, alpha=0.9, **style)
-            )
+            dashes = plots.published_style(figure, text)
+            lines.append(ax.axhline(entry.value_in(unit), linestyle=dashes, linewidth=1.3, alpha=0.9, **style))
     return lines
 
 
@@ -192,7 +192,7 @@ def roofline(result: dict, figure) -> None:
         y="gflops",
         by_device=True,
         reference=usable,
-        label=lambda device: f"{device}: Linear {result['width']}→{result['width']}, batch {batches[0]}…{batches[-1]}",
+        label=lambda device: f"Linear {result['width']}→{result['width']}, batch {batches[0]}…{batches[-1]}",
     )
     runs = [("yours", result, None)] + (
         [("reference", usable["result"], reference.gpu_label(usable))] if usable is not None else []
@@ -201,16 +201,17 @@ def roofline(result: dict, figure) -> None:
         for device, ceilings in run["ceilings"].items():
             if owner == "reference" and not plots.is_accelerator(device):
                 continue
-            color = plots.color_for(device) if owner == "yours" else plots.DEVICE_COLORS["reference"]
-            name = device if owner == "yours" else f"{gpu} (reference)"
+            who = device if owner == "yours" else f"{gpu} (reference)"
+            # The roof of a device is drawn in its colour: in this figure a colour is a device.
+            color = plots.color_of(figure, who)
             ax.plot(
                 grid,
                 [_roof(ceilings, dtype, i) for i in grid],
-                "-" if owner == "yours" else "--",
+                "-" if owner == "yours" else plots.REFERENCE_STYLE,
                 color=color,
                 linewidth=2.5,
                 alpha=0.35,
-                label=f"{name} roof: {_rate(ceilings[dtype])} GFLOP/s, {_rate(ceilings['copy_gbps'])} GB/s",
+                label=plots.named(f"roof: {_rate(ceilings[dtype])} GFLOP/s, {_rate(ceilings['copy_gbps'])} GB/s", who),
                 gid=f"{owner}|roof {device}",
             )
             if owner == "yours":
@@ -224,11 +225,11 @@ def roofline(result: dict, figure) -> None:
                             linestyle="-.",
                             linewidth=1,
                             alpha=0.6,
-                            label=f"{device} {other} peak: {_rate(peak)} GFLOP/s",
+                            label=plots.named(f"{other} peak: {_rate(peak)} GFLOP/s", device),
                             gid=f"yours|peak {other} {device}",
                         )
     if _no_accelerator(result, "gflops") and usable is None:
-        for index, gpu in enumerate(g for g in reference.KNOWN_GPUS if g.name in ("T4", "H100 SXM")):
+        for gpu in (g for g in reference.KNOWN_GPUS if g.name in ("T4", "H100 SXM")):
             if dtype != "float32" and dtype not in gpu.tensor_dtypes:
                 continue
             peak = (gpu.float32_tflops if dtype == "float32" else gpu.tensor_tflops) * 1e3
@@ -237,7 +238,6 @@ def roofline(result: dict, figure) -> None:
                 grid,
                 [min(peak, gpu.memory_gbps * i) for i in grid],
                 f"{gpu.name} roof, {dtype} (spec sheet): {peak:,.0f} GFLOP/s, {gpu.memory_gbps:,} GB/s",
-                index,
             )
         plots.note(
             figure,
@@ -278,8 +278,8 @@ def overhead(result: dict, figure) -> None:
         label = (
             f"a GPU, model: {per_call_s * 1e6:g} µs a call + bytes / {h100.memory_gbps:,} GB/s ({h100.name} spec sheet)"
         )
-        plots.known_curve(time_ax, sizes, [s * 1e6 for s in model_s], label, 3)
-        plots.known_curve(rate_ax, sizes, [2 * n / s / 1e9 for n, s in zip(sizes, model_s)], label, 3)
+        plots.known_curve(time_ax, sizes, [s * 1e6 for s in model_s], label)
+        plots.known_curve(rate_ax, sizes, [2 * n / s / 1e9 for n, s in zip(sizes, model_s)], label)
         plots.note(figure, "no accelerator here · " + reference.NOT_RECORDED)
     _published(rate_ax, overhead, "GB/s")  # copies within device memory, counted read plus written
     time_ax.set_title("time per call of x.add_(1)", fontsize=9)
@@ -296,36 +296,28 @@ def amdahl(result: dict, figure) -> None:
     record = reference.load(amdahl.panel_name)
     ax = figure.subplots()
     law, p = result["law"], result["p"]
-    ax.plot(
-        law["processors"],
-        law["speedup"],
-        "-",
-        color="#8172b2",
-        linewidth=2,
-        label=f"Amdahl's law, p = {p:g}",
-        gid="model|law",
-    )
+    measured = "measured speed-up"
+    law_label = f"Amdahl's law, p = {p:g}"
+    law_color = plots.color_of(figure, law_label, plots.OKABE_ITO["reddish purple"])
+    ax.plot(law["processors"], law["speedup"], "-", color=law_color, linewidth=2, label=law_label, gid="model|law")
     ax.axhline(
         1 / (1 - p),
-        color="#8172b2",
+        color=law_color,
         linestyle=":",
-        linewidth=1,
-        label=f"its limit 1 / (1 − p) = {1 / (1 - p):,.0f}×",
+        linewidth=1.2,
+        label=f"{law_label} · its limit 1 / (1 − p) = {1 / (1 - p):,.0f}×",
         gid="model|limit",
     )
     perfect = [n for n in law["processors"] if n <= 2 / (1 - p)]
-    ax.plot(perfect, perfect, ":", color="#999999", label="perfect scaling: speed-up = N", gid="model|perfect")
-    fit = result["fit"]
-    if fit is not None:
-        ax.plot(
-            fit["processors"],
-            fit["speedup"],
-            "--",
-            color=plots.DEVICE_COLORS["cpu"],
-            linewidth=1,
-            label=f"Amdahl's law fitted to your measurement: p = {fit['p']:.2f}",
-            gid="model|fit",
-        )
+    ax.plot(
+        perfect,
+        perfect,
+        "--",
+        color=plots.MARK_COLOR,
+        linewidth=0.8,
+        label="perfect scaling: speed-up = N",
+        gid="mark|perfect",
+    )
     plots.series(
         ax,
         result,
@@ -334,10 +326,22 @@ def amdahl(result: dict, figure) -> None:
         reference=record,
         on_reference_cpu=True,
         colors={"measured": plots.DEVICE_COLORS["cpu"]},
-        label=lambda name: f"{name} here: {result['n']}×{result['n']} matmul, {result['cores']} cores",
+        label=lambda name: measured,
+        where=f"cpu, {result['cores']} cores",
     )
+    fit = result["fit"]
+    if fit is not None:
+        ax.plot(
+            fit["processors"],
+            fit["speedup"],
+            "-.",
+            color=plots.color_of(figure, measured),
+            linewidth=1,
+            label=f"{measured} · Amdahl's law fitted to it: p = {fit['p']:.2f}",
+            gid="fit|measured",
+        )
     plots.mark_x(ax, result["cores"], f"{result['cores']} cores here")
-    ax.set_title("speed-up of a CPU matrix multiply with more threads, and Amdahl's law", fontsize=9)
+    ax.set_title(f"speed-up of a {result['n']}×{result['n']} CPU matrix multiply with more threads", fontsize=9)
     _finish(ax, "processors (threads) N", "speed-up over one")
     plots.legend(figure)
 
@@ -373,8 +377,8 @@ def matmul(result: dict, figure) -> None:
                 plots.mark_x(rate_ax, n_cross, f"{device} ahead from n={n_cross}")
     if _no_accelerator(result, "seconds") and usable is None:
         peaks = reference.SPEC_PEAK_TFLOPS.get(result["dtype"], {})
-        for index, (gpu, tflops) in enumerate(peaks.items()):
-            plots.known_level(rate_ax, tflops * 1e3, f"{gpu} peak, {tflops:g} TFLOP/s (spec sheet)", index)
+        for gpu, tflops in peaks.items():
+            plots.known_level(rate_ax, tflops * 1e3, f"{gpu} peak, {tflops:g} TFLOP/s (spec sheet)")
         plots.note(
             figure,
             "no accelerator here · "
@@ -387,22 +391,39 @@ def matmul(result: dict, figure) -> None:
     _published(rate_ax, matmul, "GFLOP/s", dtype=result["dtype"])
     _finish(time_ax, "n (matrices are n × n)", "time per multiply (ms)")
     _finish(rate_ax, "n (matrices are n × n)", "achieved GFLOP/s")
+    time_ax.set_title(f"{result['dtype']} matrix multiply: time", fontsize=9)
+    rate_ax.set_title(f"{result['dtype']} matrix multiply: rate", fontsize=9)
     plots.legend(figure)
-    figure.suptitle(f"{result['dtype']} matrix multiply", fontsize=10)
 
 
 # ---------------------------------------------------------------- lesson 02
 
+# What each kind of copy asks to be drawn in; a figure grants it where no other kind has it.
 METHOD_COLORS = {
-    "pageable": "#dd8452",
-    "pinned": "#55a868",
-    "pinned + non_blocking": "#8172b2",
-    "host memory copy": plots.DEVICE_COLORS["cpu"],
+    "pageable": plots.OKABE_ITO["orange"],
+    "pinned": plots.OKABE_ITO["bluish green"],
+    "pinned + non_blocking": plots.OKABE_ITO["blue"],
+    "host memory copy": plots.OKABE_ITO["sky blue"],
+    "pin_memory(), block reused": plots.OKABE_ITO["reddish purple"],
 }
 
 
 def _method(name: str) -> str:
     return name.split(" ", 1)[1] if "→" in name else name
+
+
+def _both_directions(entry, unit: str) -> str:
+    """A published copy's label naming its value in each direction the panel figure draws it in, so that the
+    same copy measured both ways is one legend entry: "published: T4 PCIe 16GB, pinned, 32 MB: 9.7 GB/s
+    host→device, 11.1 GB/s device→host (router-gao/cuda-demo)"."""
+    pair = [
+        other
+        for other in reference.published(bandwidth.published_keys)
+        if (other.gpu, other.memory, other.nbytes, other.short) == (entry.gpu, entry.memory, entry.nbytes, entry.short)
+    ]
+    size = f", {units.format_bytes(entry.nbytes)}" if entry.nbytes is not None else ""
+    values = ", ".join(f"{other.value_in(unit):.4g} {unit} {other.direction}" for other in pair)
+    return f"published: {entry.gpu}, {entry.memory}{size}: {values} ({entry.short})"
 
 
 @panel(
@@ -424,6 +445,9 @@ def bandwidth(result: dict, figure) -> None:
     the modelled transfer it would speed up. On an accelerator that could not pin memory, no
     pane for pinning, and a note that says why. On every machine, in each direction drawn, the
     published bandwidths of pinned and pageable copies to and from real GPUs.
+
+    A colour is a kind of copy (pinned, say), the reader's solid and the reference GPU's dashed; a
+    published figure is an open marker in its publication's colour; a figure not measured is dotted.
     """
     record = reference.load(bandwidth.panel_name)
     here_cpu = _no_accelerator(result)
@@ -433,29 +457,30 @@ def bandwidth(result: dict, figure) -> None:
     panes = ["h2d"] + (["d2h"] if has_d2h else []) + (["pin"] if pinning_here else [])
     axes = dict(zip(panes, figure.subplots(1, len(panes))))
     colors = {name: METHOD_COLORS[_method(name)] for run in runs for name in run["gbps"]}
+    pinned_runs = any(run.get("pin_seconds") for run in runs)
+    for kind in sorted({_method(name) for name in colors} | ({"pin_memory(), block reused"} if pinned_runs else set())):
+        plots.color_of(figure, kind, METHOD_COLORS[kind])  # each kind of copy its colour, before any other's
     common = dict(x="sizes", y="gbps", reference=record, label=_method, colors=colors)
+    # Each published copy once in the legend, with its value in every direction drawn.
+    published_label = (lambda entry: _both_directions(entry, "GB/s")) if has_d2h else None
 
     h2d = axes["h2d"]
     plots.series(h2d, result, names=lambda n: not n.startswith("device→host"), **common)
-    h2d.set_title("host → device" + (" · here: a copy within host memory" if here_cpu else ""), fontsize=9)
-
-    def method_color(entry):  # a published copy takes the colour of its method
-        return METHOD_COLORS[entry.memory]
-
-    _published(h2d, bandwidth, "GB/s", direction="host→device", color=method_color)
+    h2d.set_title("host → device", fontsize=9)
+    _published(h2d, bandwidth, "GB/s", direction="host→device", label=published_label)
     if "d2h" in axes:
         plots.series(axes["d2h"], result, names=lambda n: n.startswith("device→host"), **common)
         axes["d2h"].set_title("device → host", fontsize=9)
-        _published(axes["d2h"], bandwidth, "GB/s", direction="device→host", color=method_color)
+        _published(axes["d2h"], bandwidth, "GB/s", direction="device→host", label=published_label)
 
     sizes = result["sizes"]
     link = reference.LINK_MODEL
     model_gbps = [n / (link["latency_s"] + n / (link["gbps"] * 1e9)) / 1e9 for n in sizes]
+    model_label = f"a {link['name']} copy, model: {link['latency_s'] * 1e6:g} µs + bytes / {link['gbps']:g} GB/s"
     if here_cpu and record is None:
-        for index, (name, gbps) in enumerate(reference.PCIE_X16_GBPS.items()):
-            plots.known_level(h2d, gbps, f"{name}, {gbps:g} GB/s per direction (theoretical)", index)
-        model_label = f"a {link['name']} copy, model: {link['latency_s'] * 1e6:g} µs + bytes / {link['gbps']:g} GB/s"
-        plots.known_curve(h2d, sizes, model_gbps, model_label, 3)
+        for name, gbps in reference.PCIE_X16_GBPS.items():
+            plots.known_level(h2d, gbps, f"{name}, {gbps:g} GB/s per direction (theoretical)")
+        plots.known_curve(h2d, sizes, model_gbps, model_label)
 
     if pinning_here:
         pin = axes["pin"]
@@ -463,23 +488,20 @@ def bandwidth(result: dict, figure) -> None:
         if not _pin_curves(pin, result, None):
             # pin_memory() is a copy within host memory: what it costs here is a host copy's time.
             host = result["gbps"]["host memory copy"]
+            kind = "host memory copy"
             pin.plot(
                 sizes,
                 [n / g / 1e6 for n, g in zip(sizes, host)],
                 "-",
-                marker="o",
-                markersize=3,
-                color="#c44e52",
-                label="a host memory copy here: what pin_memory() costs",
+                marker=plots.marker_of(figure, kind),
+                markersize=4,
+                color=plots.color_of(figure, kind, METHOD_COLORS[kind]),
+                label=plots.named(kind, result.get("device", "cpu")),
                 gid="yours|host copy time",
             )
-            if record is None:
+            if record is None:  # the transfer it would speed up
                 plots.known_curve(
-                    pin,
-                    sizes,
-                    [(link["latency_s"] + n / (link["gbps"] * 1e9)) * 1e3 for n in sizes],
-                    f"the transfer it would speed up ({link['name']} model)",
-                    3,
+                    pin, sizes, [(link["latency_s"] + n / (link["gbps"] * 1e9)) * 1e3 for n in sizes], model_label
                 )
         if record is not None:
             _pin_curves(pin, record["result"], reference.gpu_label(record, link=True))
@@ -500,33 +522,36 @@ def bandwidth(result: dict, figure) -> None:
 
 
 def _pin_curves(ax, run: dict, gpu: str | None) -> list:
-    """pin_memory()'s time per call beside the pinned copy it prepares, in ms."""
+    """pin_memory()'s time per call beside the pinned copy it prepares (the pinned series, in ms)."""
     if not run.get("pin_seconds"):
         return []
-    style, suffix, owner = ("-", "", "yours") if gpu is None else ("--", f" · {gpu} (reference)", "reference")
-    pinned_gbps = run["gbps"]["host→device pinned"]
-    return ax.plot(
-        run["sizes"],
-        [s * 1e3 for s in run["pin_seconds"]],
-        style,
-        marker="o",
-        markersize=3,
-        color="#c44e52",
-        label="pin_memory(), block reused" + suffix,
-        gid=f"{owner}|pin_memory",
-    ) + ax.plot(
-        run["sizes"],
-        [n / g / 1e6 for n, g in zip(run["sizes"], pinned_gbps)],
-        style,
-        marker="o",
-        markersize=3,
-        color=METHOD_COLORS["pinned"],
-        label="copy from pinned" + suffix,
-        gid=f"{owner}|copy from pinned",
+    figure = ax.figure
+    style, who, owner = (
+        ("-", run.get("device", "cpu"), "yours") if gpu is None else ("--", f"{gpu} (reference)", "reference")
     )
+    pinned_gbps = run["gbps"]["host→device pinned"]
+    lines = []
+    for kind, ms, gid in (
+        ("pin_memory(), block reused", [s * 1e3 for s in run["pin_seconds"]], "pin_memory"),
+        ("pinned", [n / g / 1e6 for n, g in zip(run["sizes"], pinned_gbps)], "copy from pinned"),
+    ):
+        lines += ax.plot(
+            run["sizes"],
+            ms,
+            style,
+            marker=plots.marker_of(figure, kind),
+            markersize=4 if owner == "yours" else 3.5,
+            color=plots.color_of(figure, kind, METHOD_COLORS[kind]),
+            label=plots.named(kind, who),
+            gid=f"{owner}|{gid}",
+        )
+    return lines
 
 
-LOOP_COLORS = {".item() every step": "#c44e52", "log on the device, sync once": "#55a868"}
+LOOP_COLORS = {
+    ".item() every step": plots.OKABE_ITO["vermillion"],
+    "log on the device, sync once": plots.OKABE_ITO["bluish green"],
+}
 
 
 @panel("02_sync")
@@ -534,16 +559,7 @@ def sync(result: dict, figure) -> None:
     """Time per step of a loop that reads a value every step and one that logs on the device."""
     record = reference.load(sync.panel_name)
     ax = figure.subplots()
-    plots.series(
-        ax,
-        result,
-        x="steps",
-        y="seconds_per_step",
-        scale=1e6,
-        reference=record,
-        colors=LOOP_COLORS,
-        label=lambda name: f"{name} ({result['device']})",
-    )
+    plots.series(ax, result, x="steps", y="seconds_per_step", scale=1e6, reference=record, colors=LOOP_COLORS)
     if _no_accelerator(result) and record is None:
         plots.note(
             figure,
@@ -580,9 +596,9 @@ def throughput(result: dict, figure) -> None:
 
 
 WAY_COLORS = {
-    "moved every step": "#dd8452",
-    "kept on the device": "#55a868",
-    "moved every step, pinned + non_blocking": "#8172b2",
+    "moved every step": plots.OKABE_ITO["orange"],
+    "kept on the device": plots.OKABE_ITO["bluish green"],
+    "moved every step, pinned + non_blocking": plots.OKABE_ITO["blue"],
 }
 
 
@@ -602,7 +618,6 @@ def placement(result: dict, figure) -> None:
         y="ms_per_step",
         reference=record,
         colors=WAY_COLORS,
-        label=lambda name: f"{name} ({result['device']})",
     )
     if _no_accelerator(result) and record is None:
         link = reference.LINK_MODEL
@@ -614,7 +629,6 @@ def placement(result: dict, figure) -> None:
             copy_ms,
             f"copying the batch to a GPU ({link['name']} model: "
             f"2 × {link['latency_s'] * 1e6:g} µs + bytes / {link['gbps']:g} GB/s)",
-            3,
         )
         plots.note(figure, "no accelerator here: nothing to move, so the copy is modelled · " + reference.NOT_RECORDED)
     _finish(ax, f"batch size ({result['sample_bytes'] / 1024:.0f} KiB per sample)", "ms per training step")
@@ -624,19 +638,19 @@ def placement(result: dict, figure) -> None:
 # ---------------------------------------------------------------- lesson 04
 
 MEMORY_COLORS = {
-    "parameters + gradients + optimizer state": "#8172b2",
-    "saved activations": "#dd8452",
-    "estimate": "#937860",
-    "peak, live tensors": "#4c72b0",
-    "peak, CUDA allocator": "#55a868",
-    "no checkpointing": "#c44e52",
-    "checkpoint every k-th block": "#4c72b0",
-    "no checkpointing, live tensors": "#c44e52",
-    "checkpoint every k-th block, live tensors": "#4c72b0",
-    "no checkpointing, CUDA allocator": "#e5a0a0",
-    "checkpoint every k-th block, CUDA allocator": "#55a868",
-    "live tensors": "#4c72b0",
-    "CUDA allocator": "#55a868",
+    "parameters + gradients + optimizer state": _O["reddish purple"],
+    "saved activations": _O["orange"],
+    "estimate": _O["sky blue"],
+    "peak, live tensors": _O["blue"],
+    "peak, CUDA allocator": _O["bluish green"],
+    "no checkpointing": _O["vermillion"],
+    "checkpoint every k-th block": _O["blue"],
+    "no checkpointing, live tensors": _O["vermillion"],
+    "checkpoint every k-th block, live tensors": _O["blue"],
+    "no checkpointing, CUDA allocator": _O["orange"],
+    "checkpoint every k-th block, CUDA allocator": _O["bluish green"],
+    "live tensors": _O["blue"],
+    "CUDA allocator": _O["bluish green"],
 }
 # What a lesson-04 figure draws of a reference: what the GPU's allocator measured, not what is counted anywhere.
 _MEASURED_ON_GPU = (
@@ -676,16 +690,15 @@ def batch_memory(result: dict, figure) -> None:
         y="bytes",
         reference=_only(usable, "bytes", _MEASURED_ON_GPU),
         colors=MEMORY_COLORS,
-        label=lambda name: f"{name} ({result['device']})",
     )
     applied = "the CUDA allocator" if result["budget_applied"] == "allocator" else "the estimate"
     ax.axhline(
         result["budget"],
-        color="black",
+        color=plots.MARK_COLOR,
         linewidth=1,
         linestyle="--",
         label=f"budget {units.format_bytes(result['budget'])}, applied to {applied}",
-        gid="budget",
+        gid="mark|budget",
     )
     if result["largest_batch"] is not None:
         plots.mark_x(ax, result["largest_batch"], f"largest batch under the budget: {result['largest_batch']:,}")
@@ -717,7 +730,6 @@ def checkpointing(result: dict, figure) -> None:
         y="peak_bytes",
         reference=_only(usable, "peak_bytes", _MEASURED_ON_GPU),
         colors=MEMORY_COLORS,
-        label=lambda name: f"{name} ({result['device']})",
     )
     plots.series(
         time_ax,
@@ -726,7 +738,7 @@ def checkpointing(result: dict, figure) -> None:
         y="ms_per_step",
         reference=usable,
         colors=MEMORY_COLORS,
-        label=lambda name: f"{name}, time ({result['device']})",
+        label=lambda name: f"{name}, time",
     )
     _memory_note(figure, result, record, usable, "memory counted by gpulab.memory.TensorLedger")
     for ax, ylabel in ((memory_ax, "peak memory of a step"), (time_ax, "ms per training step")):
@@ -736,13 +748,16 @@ def checkpointing(result: dict, figure) -> None:
     plots.legend(figure)
 
 
-PHASE_COLORS = {"forward": "#4c72b0", "backward": "#dd8452", "optimizer": "#55a868"}
+# Phases shaded in a colour and a hatch each, so that a reader who cannot tell the colours apart still can.
+PHASE_COLORS = {"forward": _O["sky blue"], "backward": _O["orange"], "optimizer": _O["yellow"]}
+PHASE_HATCHES = {"forward": "////", "backward": "\\\\\\\\", "optimizer": "...."}
 
 
 @panel("04_timeline")
 def memory_timeline(result: dict, figure) -> None:
     """Memory after every allocation and free during a few training steps, with the
     forward pass, the backward pass and the optimizer step shaded."""
+    from matplotlib.colors import to_rgb
     from matplotlib.ticker import FuncFormatter, MaxNLocator
 
     record = reference.load(memory_timeline.panel_name)
@@ -750,13 +765,16 @@ def memory_timeline(result: dict, figure) -> None:
     ax = figure.subplots()
     shaded = set()
     for start, end, phase in result["phases"]:
+        color = plots.color_of(figure, phase, PHASE_COLORS.get(phase))
         ax.axvspan(
             start,
             end,
-            color=PHASE_COLORS.get(phase, "#cccccc"),
-            alpha=0.12,
+            facecolor=(*to_rgb(color), 0.15),
+            edgecolor=(*to_rgb(color), 0.5),
+            hatch=PHASE_HATCHES.get(phase),
             linewidth=0,
             label=phase if phase not in shaded else None,
+            gid=f"mark|{phase}",
         )
         shaded.add(phase)
     plots.series(
@@ -766,18 +784,11 @@ def memory_timeline(result: dict, figure) -> None:
         y="bytes",
         reference=_only(usable, "bytes", _MEASURED_ON_GPU),
         colors=MEMORY_COLORS,
-        label=lambda name: f"{name} ({result['device']})",
     )
-    for line in ax.get_lines():
-        line.set_marker("")
     _memory_note(figure, result, record, usable, "memory counted by gpulab.memory.TensorLedger")
-    ax.set_title(
-        f"{result['steps']} training steps with {result['optimizer']}, batch {result['batch']}: "
-        "memory above what was allocated before the model",
-        fontsize=9,
-    )
+    ax.set_title(f"{result['steps']} training steps with {result['optimizer']}, batch {result['batch']}", fontsize=9)
     ax.set_xlabel("allocations and frees, in order")
-    ax.set_ylabel("memory")
+    ax.set_ylabel("memory above what was\nallocated before the model")
     ax.yaxis.set_major_locator(MaxNLocator(6))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _pos: units.format_bytes(value)))
     ax.set_ylim(bottom=0)
@@ -835,18 +846,18 @@ def cuda_snapshot(snapshot: dict, figure, device=None) -> None:
 
 # ---------------------------------------------------------------- lesson 05
 
-FORMAT_COLORS = {"sign": "#c44e52", "exponent": "#4c72b0", "mantissa": "#55a868"}
+FORMAT_COLORS = {"sign": _O["vermillion"], "exponent": _O["blue"], "mantissa": _O["bluish green"]}
 DTYPE_COLORS = {
-    "float32": "#4c72b0",
-    "tf32": "#8172b2",
-    "bfloat16": "#dd8452",
-    "float16": "#55a868",
-    "float32 (no autocast)": "#4c72b0",
-    "autocast bfloat16": "#dd8452",
-    "autocast float16": "#55a868",
-    "fp16 gradients, unscaled": "#c44e52",
-    "fp16 gradients, scaled": "#55a868",
-    "scale": "#4c72b0",
+    "float32": _O["blue"],
+    "tf32": _O["reddish purple"],
+    "bfloat16": _O["orange"],
+    "float16": _O["bluish green"],
+    "float32 (no autocast)": _O["blue"],
+    "autocast bfloat16": _O["orange"],
+    "autocast float16": _O["bluish green"],
+    "fp16 gradients, unscaled": _O["vermillion"],
+    "fp16 gradients, scaled": _O["bluish green"],
+    "scale": _O["blue"],
 }
 
 
@@ -886,34 +897,34 @@ def dtype_matmul(result: dict, figure) -> None:
         y="tflops",
         reference=record,
         colors=DTYPE_COLORS,
-        label=lambda name: f"{name} ({result['device']})",
     )
     if _no_accelerator(result) and record is None:
-        for index, gpu in enumerate(g for g in reference.KNOWN_GPUS if g.name in ("T4", "H100 SXM")):
+        for gpu in (g for g in reference.KNOWN_GPUS if g.name in ("T4", "H100 SXM")):
+            # One colour for each GPU's spec sheet, a dotted pattern for each of its figures.
             plots.known_level(
-                ax, gpu.float32_tflops, f"{gpu.name} float32 (spec sheet): {gpu.float32_tflops:g} TFLOP/s", 2 * index
+                ax, gpu.float32_tflops, f"{gpu.name} spec sheet · float32: {gpu.float32_tflops:g} TFLOP/s"
             )
             plots.known_level(
                 ax,
                 gpu.tensor_tflops,
-                f"{gpu.name} {' and '.join(gpu.tensor_dtypes)} on tensor cores "
-                f"(spec sheet): {gpu.tensor_tflops:g} TFLOP/s",
-                2 * index + 1,
+                f"{gpu.name} spec sheet · {' and '.join(gpu.tensor_dtypes)} on tensor cores: "
+                f"{gpu.tensor_tflops:g} TFLOP/s",
             )
         plots.note(figure, "no accelerator here · " + reference.NOT_RECORDED)
     for name in result["tflops"]:  # an H100's published figure for each dtype measured here
-        _published(ax, dtype_matmul, "TFLOP/s", dtype=name, color=lambda entry: DTYPE_COLORS[entry.dtype])
+        _published(ax, dtype_matmul, "TFLOP/s", dtype=name)
     _finish(ax, "n (n×n @ n×n)", "TFLOP/s")
     plots.legend(figure)
 
 
 def _run_label(run: dict, name: str, who: str) -> str:
+    """ "float32 (no autocast) · cuda:0: 1.17 ms/step, peak 70.3 MiB (allocator)": what ran, where, and how it went."""
     counted = "allocator" if run.get("device", "cpu").startswith("cuda") else "tensors counted"
     if name not in run.get("ms_per_step", {}):
-        return f"{name} · {who}"
-    return (
-        f"{name} · {who}: {run['ms_per_step'][name]:.2f} ms/step, peak "
-        f"{units.format_bytes(run['peak_bytes'][name])} ({counted})"
+        return plots.named(name, who)
+    return plots.named(
+        name,
+        f"{who}: {run['ms_per_step'][name]:.2f} ms/step, peak {units.format_bytes(run['peak_bytes'][name])} ({counted})",
     )
 
 
@@ -927,11 +938,8 @@ def amp_step(result: dict, figure) -> None:
     plots.series(ax, result, x="steps", y="loss", reference=usable, colors=DTYPE_COLORS)
     for line in ax.get_lines():
         owner, name = line.get_gid().split("|", 1)
-        line.set_marker("")
         if owner == "yours":
-            line.set_label(_run_label(result, name, result["device"]))
-            if name.startswith("autocast"):
-                line.set_linestyle((0, (4, 2)))  # dashed: the two curves often lie on top of each other
+            line.set_label(_run_label(result, name, result.get("device", "cpu")))
         else:
             line.set_label(_run_label(usable["result"], name, reference.gpu_label(usable) + " (reference)"))
     if _no_accelerator(result) and usable is None:
@@ -962,13 +970,18 @@ def underflow(result: dict, figure) -> None:
         colors=DTYPE_COLORS,
         label=lambda name: name + (f" × {result['scale']:,.0f}" if name.endswith(", scaled") else ""),
     )
-    for line in hist_ax.get_lines():
-        line.set_marker("")
     for value, text, style in (
         (result["fp16_smallest_subnormal"], "float16's smallest subnormal", ":"),
         (result["fp16_smallest_normal"], "float16's smallest normal", "--"),
     ):
-        hist_ax.axvline(value, color="black", linestyle=style, linewidth=1, label=f"{text}: {value:.2g}")
+        hist_ax.axvline(
+            value,
+            color=plots.MARK_COLOR,
+            linestyle=style,
+            linewidth=1,
+            label=f"{text}: {value:.2g}",
+            gid=f"mark|{text}",
+        )
     lost = result["flushed"]
     hist_ax.text(
         0.02,
@@ -993,21 +1006,21 @@ def underflow(result: dict, figure) -> None:
     hist_ax.set_ylabel("gradient values")
     hist_ax.grid(True, which="major", alpha=0.3)
     trace = result["trace"]
+    kind = "GradScaler's scale"
     scale_ax.plot(
         trace["steps"],
         trace["scale"],
         "-",
-        marker="o",
-        markersize=3,
-        color=DTYPE_COLORS["scale"],
-        label="GradScaler's scale",
+        marker=plots.marker_of(figure, kind),
+        markersize=4,
+        color=plots.color_of(figure, kind, DTYPE_COLORS["scale"]),
+        label=plots.named(kind, result.get("device", "cpu")),
         gid="yours|scale",
     )
+    skipped = f"skipped step (inf injected at step {trace['inf_at']})"
     for step in [step for step, skip in zip(trace["steps"], trace["skipped"]) if skip]:
-        scale_ax.axvline(step, color="#c44e52", linestyle=":", linewidth=1)
-    scale_ax.plot(
-        [], [], color="#c44e52", linestyle=":", label=f"skipped step (inf injected at step {trace['inf_at']})"
-    )
+        scale_ax.axvline(step, color=plots.MARK_COLOR, linestyle="-.", linewidth=1, label=skipped, gid="mark|skipped")
+        skipped = "_" + skipped  # one legend entry
     plots.log_axis(scale_ax, "y", base=2)
     scale_ax.set_xlabel(f"step (growth every {trace['growth_interval']} good steps)")
     scale_ax.set_ylabel("loss scale")
@@ -1051,21 +1064,24 @@ def allreduce(result: dict, figure) -> None:
     time_ax, bus_ax = figure.subplots(1, 2)
     plots.series(time_ax, result, x="sizes", y="seconds", reference=usable, scale=1e3, on_reference_cpu=on_cpu)
     for name, fit in result.get("fit", {}).items():
-        color = next((line.get_color() for line in time_ax.get_lines() if line.get_gid() == f"yours|{name}"), None)
         sizes = result["sizes"]
         time_ax.plot(
             sizes,
             [(fit["alpha_s"] + fit["beta_s_per_byte"] * s) * 1e3 for s in sizes],
-            "--",
-            color=color,
+            "-.",
+            color=plots.color_of(figure, name),  # a fit is drawn in the colour and marker of what it fits, open
+            marker=plots.marker_of(figure, name),
+            markerfacecolor="none",
+            markevery=max(1, len(sizes) // 8),
             linewidth=1,
             gid=f"fit|{name}",
-            label=f"{name}: α + β·S, α = {fit['alpha_s'] * 1e6:,.0f} µs, 1/β = {1e-9 / fit['beta_s_per_byte']:.3g} GB/s",
+            label=f"{name} · α + β·S fitted: α = {fit['alpha_s'] * 1e6:,.0f} µs, "
+            f"1/β = {1e-9 / fit['beta_s_per_byte']:.3g} GB/s",
         )
     plots.series(bus_ax, result, x="sizes", y="busbw_gbps", reference=usable, on_reference_cpu=on_cpu)
     if result["backend"] != "nccl" and usable is None:
-        for index, (link, gbps) in enumerate(LINKS_GBPS.items()):
-            plots.known_level(bus_ax, gbps, f"{link}: {gbps:g} GB/s (theoretical)", index)
+        for link, gbps in LINKS_GBPS.items():
+            plots.known_level(bus_ax, gbps, f"{link}: {gbps:g} GB/s (theoretical)")
     _published(bus_ax, allreduce, "GB/s")
     _processes_note(figure, result, record)
     time_ax.set_title(f"all_reduce time ({_where(result)})", fontsize=9)
@@ -1089,9 +1105,10 @@ def ddp_throughput(result: dict, figure) -> None:
     ax.plot(
         processes,
         [baseline * n for n in processes],
-        ":",
-        color="#999999",
-        gid="model|ideal",
+        "--",
+        color=plots.MARK_COLOR,
+        linewidth=0.8,
+        gid="mark|ideal",
         label="n × one process (perfect scaling)",
     )
     plots.series(
@@ -1102,9 +1119,8 @@ def ddp_throughput(result: dict, figure) -> None:
         reference=usable,
         on_reference_cpu=on_cpu,
         colors={"DDP": plots.color_for(result["device"])},
-        label=lambda name: (
-            f"{name}, {result['threads']} thread{'s' * (result['threads'] != 1)} per process (1 process: no DDP)"
-        ),
+        label=lambda name: f"{name} (1 process: no DDP)",
+        where=f"{result['device']}, {result['threads']} thread{'s' * (result['threads'] != 1)} per process",
     )
     if result["device"] == "cpu":
         plots.mark_x(ax, result["cores"], f"{result['cores']} cores here")
@@ -1139,15 +1155,15 @@ def ddp_gradients(result: dict, figure) -> None:
         derive=lambda _x, v: max(v, GRADIENT_FLOOR),
         reference=theirs,
         on_reference_cpu=on_cpu,
-        colors={"DDP, all-reduced": "#55a868", "rank 0's share alone": "#dd8452"},
+        colors={"DDP, all-reduced": _O["bluish green"], "rank 0's share alone": _O["orange"]},
     )
     eps = 2.0**-23 * result["largest_gradient"]
     ax.axhline(
         eps,
-        color="#999999",
+        color=plots.MARK_COLOR,
         linestyle=":",
         linewidth=1,
-        gid="level|eps",
+        gid="mark|eps",
         label=f"float32 rounding at the largest gradient: {eps:.1g}",
     )
     ax.set_xticks(shown["index"], result["parameters"], fontsize=8)
@@ -1220,23 +1236,24 @@ def sawtooth(result: dict, figure) -> None:
             where = run["device"]
         else:
             gpu = reference.gpu_label(shown)
+            where = f"{gpu} (reference)"
             for name, values in run["gflops"].items():
                 ax.plot(
                     run["sizes"],
                     values,
-                    "--",
-                    marker="o",
-                    markersize=2,
-                    color=plots.DEVICE_COLORS["reference"],
-                    label=f"{name} · {gpu} (reference)",
+                    plots.REFERENCE_STYLE,
+                    marker=plots.marker_of(figure, where),
+                    markersize=3,
+                    markevery=max(1, len(values) // 16),
+                    color=plots.color_of(figure, where, plots.DEVICE_COLORS["reference"]),
+                    label=plots.named(name, where),
                     gid=f"reference|{name}",
                 )
-            where = f"{gpu} (reference)"
         for n in run["sizes"]:
             if n % 64 == 0:
-                ax.axvline(n, color="#999999", linestyle=":", linewidth=1, gid="mark|64")
-        ax.set_title(f"n × n matmul, {run['dtype']}, {where} · dotted: multiples of 64", fontsize=9)
-        ax.set_xlabel("n")
+                ax.axvline(n, color=plots.MARK_COLOR, linestyle=":", linewidth=0.8, alpha=0.6, gid="mark|64")
+        ax.set_title(f"{run['dtype']} matmul on {where}", fontsize=9)
+        ax.set_xlabel("n (dotted: multiples of 64)")
         ax.set_ylabel("GFLOP/s")
         ax.set_ylim(0, max(max(v) for v in run["gflops"].values()) * 1.1)
         ax.grid(True, which="major", alpha=0.3)
@@ -1253,11 +1270,16 @@ def cudnn_steps(result: dict, figure) -> None:
     usable = _same_experiment(record, result, ("image_sizes", "steps_per_size"))
     ax = figure.subplots()
     plots.series(
-        ax, result, x="steps", y="ms", reference=usable, colors={"benchmark off": "#4c72b0", "benchmark on": "#dd8452"}
+        ax,
+        result,
+        x="steps",
+        y="ms",
+        reference=usable,
+        colors={"benchmark off": _O["blue"], "benchmark on": _O["orange"]},
     )
     for index, size in enumerate(result["image_sizes"]):
         first = index * result["steps_per_size"] + 1
-        ax.axvline(first - 0.5, color="#999999", linestyle=":", linewidth=1, gid=f"mark|{size}")
+        ax.axvline(first - 0.5, color=plots.MARK_COLOR, linestyle=":", linewidth=0.8, alpha=0.6, gid=f"mark|{size}")
         ax.annotate(
             f"{size}×{size}",
             xy=(first - 0.4, 1.0),
@@ -1284,10 +1306,10 @@ def cudnn_steps(result: dict, figure) -> None:
 
 
 COUNT_COLORS = {
-    "syncs": "#c44e52",
-    ".to calls": "#8172b3",
-    "tensors made in forward": "#937860",
-    "optimizer steps": "#55a868",
+    "syncs": _O["vermillion"],
+    ".to calls": _O["reddish purple"],
+    "tensors made in forward": _O["sky blue"],
+    "optimizer steps": _O["bluish green"],
 }
 
 
@@ -1305,7 +1327,6 @@ def slow_loop(result: dict, figure) -> None:
         y="ms_per_epoch",
         reference=usable,
         colors={"one epoch": plots.color_for(result["device"])},
-        label=lambda name: f"{name}, {result['device']}",
     )
     plots.series(count_ax, result, x="stage", y="counts", colors=COUNT_COLORS)
     for ax in (time_ax, count_ax):

@@ -1,10 +1,26 @@
-"""gpulab.figures: each panel's figure, registered under the panel's name. (How each draws beside a
-reference: test_bench.py; beside published measurements: test_reference.py.)"""
+"""gpulab.figures: each panel's figure, registered under the panel's name, and readable as a notebook shows it.
+(How each draws beside a reference: test_bench.py; beside published measurements: test_reference.py.)
+
+Every panel's figure is drawn at its lesson's figsize and 100 dpi, with every result it can draw: the H100
+record's own result beside that record (a reader on that GPU), the same numbers measured on a CPU beside the
+record (a reader without a GPU, as the course ships) and with no record, and each made-up result the
+published-figure tests draw (tests/unit/test_reference.py). In each: no text runs into other text, a colour
+stands for one thing, every measured series names the device it ran on, the colours are colour-blind safe and
+never the only difference, and each legend is short enough to take in."""
+
+import functools
+import json
+import re
 
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_hex
+from test_reference import RESULTS
 
 from gpulab import figures, plots, reference
 from gpulab.widgets import Panel
+
+from conftest import ROOT
 
 
 @pytest.fixture
@@ -66,3 +82,353 @@ def test_a_reference_of_other_settings_is_said_to_be_one_never_missing():
         listed, {"samples": 64, "versions": ["x"]}, ("samples", "versions")
     )
     assert figures._not_drawn(None, {"width": 128}, ("width",)) == reference.NOT_RECORDED
+
+
+# ================================================================ readable as a notebook shows it
+
+# The colour-blind-safe palette of Okabe and Ito (2002), written out here so that the test does not read it from
+# the code it checks. Black is one of its eight; the course keeps it for marks (a budget, float16's limits).
+OKABE_ITO = {"#000000", "#e69f00", "#56b4e9", "#009e73", "#f0e442", "#0072b2", "#d55e00", "#cc79a7"}
+BLACK = "#000000"
+# A reader matches legend entries to lines one by one; past about eight (the palette's size) the match is lost.
+MOST_LEGEND_ENTRIES = 8
+# What each labelled line says it is, by its gid "OWNER|NAME": a measurement here or on the reference machine, a
+# published measurement, a figure known but not measured (a spec sheet, theory, a model), a fit to a measurement,
+# a law the lesson computes, or a mark the data is read against (a budget, a limit, a ridge).
+OWNERS = {"yours", "reference", "published", "known", "fit", "model", "mark"}
+MEASURED = ("yours", "reference")
+DEVICE = re.compile(r"^(cpu|cuda:\d+|mps(:\d+)?|xpu:\d+)\b")
+READERS_DEVICE = re.compile(r"\((cpu|cuda:\d+|mps(:\d+)?|xpu:\d+)\)|\b(cpu|cuda:\d+)\b")
+TOUCHING_PX = 1.0
+
+
+# ---------------------------------------------------------------- the figures, as a notebook shows them
+
+
+def notebook_figsizes() -> dict[str, tuple[float, float]]:
+    """Each panel's figsize as its lesson passes it to gpulab.widgets.Panel, or Panel's default (9.0, 3.6)."""
+    by_function = {draw.__name__: name for name, draw in figures.PANELS.items()}
+    sizes = {}
+    for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+            source = "".join(cell["source"])
+            for start in (match.end() for match in re.finditer(r"\bPanel\(", source)):
+                depth, end = 1, start
+                while depth and end < len(source):
+                    depth += {"(": 1, ")": -1}.get(source[end], 0)
+                    end += 1
+                call = source[start:end]
+                drawn = re.search(r"plot=gpulab\.figures\.(\w+)", call)
+                size = re.search(r"figsize=\(\s*([\d.]+)\s*,\s*([\d.]+)\s*\)", call)
+                if drawn and drawn.group(1) in by_function:
+                    sizes[by_function[drawn.group(1)]] = (float(size[1]), float(size[2])) if size else (9.0, 3.6)
+    return sizes
+
+
+FIGSIZES = notebook_figsizes()
+ACCELERATOR = re.compile(r"^(cuda|mps|xpu)(:\d+)?$")
+
+
+def read_on_a_cpu(name: str, result: dict) -> dict:
+    """``result`` as a reader without a GPU would measure it: the same settings and numbers, on the CPU."""
+    shaped = json.loads(json.dumps(result))
+    if "device" in shaped:
+        shaped["device"] = "cpu"
+    if "backend" in shaped:
+        shaped["backend"] = "gloo"
+    for key, value in shaped.items():
+        if isinstance(value, dict) and any(ACCELERATOR.match(series) for series in value):
+            kept = {series: v for series, v in value.items() if not ACCELERATOR.match(series)}
+            shaped[key] = kept or {"cpu": next(v for series, v in value.items() if ACCELERATOR.match(series))}
+        if key in ("bytes", "peak_bytes"):
+            shaped[key] = {series: v for series, v in value.items() if "CUDA allocator" not in series}
+    if shaped.get("budget_applied") == "allocator":
+        shaped["budget_applied"] = "estimate"
+    if name == "02_bandwidth":
+        shaped["gbps"] = {"host memory copy": result["gbps"]["host→device pinned"]}
+        shaped["pin_seconds"] = []
+    return shaped
+
+
+def on_more_gpus(result: dict) -> dict:
+    """``result`` with a second number of processes beside each one measured (lesson 06 on a node of GPUs)."""
+    shaped = json.loads(json.dumps(result))
+    for key, value in result.items():
+        if isinstance(value, dict) and "2 processes" in value:
+            more = value["2 processes"]
+            shaped[key]["4 processes"] = (
+                {k: v * 1.5 for k, v in more.items()} if key == "fit" else [1.5 * v for v in more]
+            )
+    return dict(shaped, backend="nccl", device="cuda:0")
+
+
+def cases():
+    found = []
+    for name in figures.PANELS:
+        record = reference.load(name)
+        if record is None:  # a panel not yet recorded on a GPU is drawn with RESULTS only, if it is there
+            continue
+        shipped = record["result"]
+        found += [
+            (name, "on the H100, beside its record", shipped, True),
+            (name, "on a CPU, beside the H100 record", read_on_a_cpu(name, shipped), True),
+            (name, "on a CPU, nothing recorded", read_on_a_cpu(name, shipped), False),
+        ]
+    for name in ("06_allreduce",):
+        found += [(name, "on 4 GPUs, nothing recorded", on_more_gpus(reference.load(name)["result"]), False)]
+    for name, results in RESULTS.items():
+        found += [(name, f"RESULTS[{i}], nothing recorded", result, False) for i, result in enumerate(results)]
+    return found
+
+
+CASES = {f"{name}, {which}": (name, result, recorded) for name, which, result, recorded in cases()}
+
+
+@functools.cache
+def drawn(case: str):
+    """The case's figure, laid out and drawn at the notebook's size and dpi, and its renderer."""
+    name, result, recorded = CASES[case]
+    with pytest.MonkeyPatch.context() as patch:
+        if not recorded:
+            patch.setattr(reference, "load", lambda panel: None)
+        figure = plots.new_figure(FIGSIZES[name])
+        figures.PANELS[name](json.loads(json.dumps(result)), figure)
+    figure.set_dpi(100)  # plots.to_png's
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    return figure, canvas.get_renderer()
+
+
+def test_every_panel_is_shown_by_a_lesson_at_a_size_read_from_it():
+    assert set(FIGSIZES) == set(figures.PANELS)
+    assert FIGSIZES["02_bandwidth"] == (11.0, 3.6) and FIGSIZES["02_sync"] == (9.0, 3.6)
+
+
+# ---------------------------------------------------------------- what a figure shows
+
+
+def visible(text) -> bool:
+    return text is not None and text.get_visible() and bool(text.get_text().strip())
+
+
+def legends(figure) -> list:
+    return [*figure.legends, *(legend for ax in figure.axes if (legend := ax.get_legend()) is not None)]
+
+
+def shown_ticks(axis) -> list:
+    # The ticks the axis draws: those in its view (Axis.draw asks the same).
+    return axis._update_ticks()
+
+
+def texts(figure) -> list[tuple[str, object]]:
+    """(where, Text) for every piece of text the figure shows."""
+    found = [
+        ("suptitle", figure._suptitle),
+        ("note", figure._supxlabel),
+        ("supylabel", figure._supylabel),
+        *(("figure text", text) for text in figure.texts),
+    ]
+    for legend in legends(figure):
+        found += [("legend title", legend.get_title())] + [("legend", text) for text in legend.get_texts()]
+    for index, ax in enumerate(figure.axes):
+        where = f"plot {index + 1}"
+        found += [(f"{where} title", title) for title in (ax.title, ax._left_title, ax._right_title)]
+        for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            found += [(f"{where} {name} label", axis.label), (f"{where} {name} offset", axis.get_offset_text())]
+            for tick in shown_ticks(axis):
+                found += [(f"{where} {name} tick", label) for label in (tick.label1, tick.label2)]
+        found += [(f"{where} text", text) for text in ax.texts]
+    unique = {id(text): (where, text) for where, text in reversed(found)}  # the figure's texts hold its suptitle too
+    return [(where, text) for where, text in reversed(unique.values()) if visible(text)]
+
+
+def series(ax) -> list:
+    """Every labelled thing drawn on ``ax``: lines, and areas (bars, shaded spans) with a label."""
+    drawn_things = [*ax.get_lines(), *ax.patches, *ax.collections]
+    return [a for a in drawn_things if a.get_visible() and a.get_label() and not a.get_label().startswith("_")]
+
+
+def colour(artist) -> str:
+    value = artist.get_color() if hasattr(artist, "get_color") and not hasattr(artist, "get_paths") else None
+    if value is None:
+        faces = artist.get_facecolor()
+        value = faces[0] if len(getattr(faces, "shape", ())) == 2 else faces
+    return to_hex(value, keep_alpha=False)
+
+
+def owner(artist) -> str:
+    return (artist.get_gid() or "").split("|", 1)[0]
+
+
+PUBLISHED = {entry.key: entry for entry in reference.PUBLISHED}
+
+
+def what_and_who(artist) -> tuple[str | None, str | None]:
+    """What a series measured and who measured it, as its label says: a measurement's label is "WHAT · WHO" (or
+    only WHO where the series are devices); a published figure's WHO is its GPU and source; anything else
+    (a model, a spec sheet, a fit, a mark) is its label's first part, measured by no one."""
+    label = artist.get_label()
+    if owner(artist) in MEASURED:
+        what, _, who = label.rpartition(" · ")
+        return what or None, who
+    if owner(artist) == "published":
+        entry = PUBLISHED[artist.get_gid().split("|", 1)[1]]
+        return None, f"published: {entry.gpu} ({entry.short})"
+    return label.split(" · ")[0], None
+
+
+CASE_IDS = list(CASES)
+
+
+# ---------------------------------------------------------------- (a) no text over other text
+
+
+def overlapping(a, b) -> bool:
+    width = min(a.x1, b.x1) - max(a.x0, b.x0)
+    height = min(a.y1, b.y1) - max(a.y0, b.y0)
+    return width > TOUCHING_PX and height > TOUCHING_PX
+
+
+@pytest.mark.parametrize("case", CASE_IDS)
+def test_no_text_runs_into_other_text_or_off_the_figure(case):
+    figure, renderer = drawn(case)
+    shown = [(where, text, text.get_window_extent(renderer)) for where, text in texts(figure)]
+    assert shown, case
+    width, height = figure.bbox.width, figure.bbox.height
+    outside = [
+        f"{where} {text.get_text()!r}"
+        for where, text, box in shown
+        if box.x0 < -TOUCHING_PX or box.y0 < -TOUCHING_PX or box.x1 > width + TOUCHING_PX or box.y1 > height + 1
+    ]
+    assert outside == [], f"{case}: text cut off at the figure's edge: {outside}"
+    clashes = [
+        f"{where_a} {a.get_text()!r} and {where_b} {b.get_text()!r}"
+        for i, (where_a, a, box_a) in enumerate(shown)
+        for where_b, b, box_b in shown[i + 1 :]
+        if overlapping(box_a, box_b)
+    ]
+    assert clashes == [], f"{case}: text over text: {clashes}"
+    for legend in legends(figure):
+        own = {id(text) for text in legend.get_texts()} | {id(legend.get_title())}
+        box = legend.get_window_extent(renderer)
+        under = [
+            f"{where} {text.get_text()!r}" for where, text, b in shown if id(text) not in own and overlapping(box, b)
+        ]
+        assert under == [], f"{case}: a legend over text: {under}"
+
+
+# ---------------------------------------------------------------- (b) a colour stands for one thing
+
+
+@pytest.mark.parametrize("case", CASE_IDS)
+def test_a_colour_stands_for_one_thing_in_a_figure(case):
+    """All the series of one colour measured one thing (on any machine: "pinned", solid here and dashed on the
+    reference GPU) or came from one machine or source (every series of the reader's cpu, or of one publication).
+    A model, a spec sheet or a fit has its colour to itself, shared only by what it is of. Black is for marks."""
+    figure, _ = drawn(case)
+    by_colour: dict[str, list] = {}
+    for ax in figure.axes:
+        for artist in series(ax):
+            if colour(artist) != BLACK:
+                by_colour.setdefault(colour(artist), []).append(artist)
+    mixed = []
+    for hex_colour, artists in by_colour.items():
+        whats = {what_and_who(a)[0] for a in artists}
+        whos = {what_and_who(a)[1] for a in artists}
+        if not (len(whats) == 1 and None not in whats) and not (len(whos) == 1 and None not in whos):
+            mixed.append(f"{hex_colour}: {sorted({a.get_label() for a in artists})}")
+    assert mixed == [], f"{case}: one colour for different things: {mixed}"
+
+
+# ---------------------------------------------------------------- (c) a measured series names its device
+
+
+def readers_devices(result: dict) -> set[str]:
+    named = {series for value in result.values() if isinstance(value, dict) for series in value if DEVICE.match(series)}
+    return named | {result.get("device", "cpu")}
+
+
+@pytest.mark.parametrize("case", CASE_IDS)
+def test_every_series_names_the_device_it_ran_on(case):
+    figure, _ = drawn(case)
+    name, result, recorded = CASES[case]
+    record = reference.load(name) if recorded else None
+    unnamed = []
+    for ax in figure.axes:
+        for artist in series(ax):
+            label, kind = artist.get_label(), owner(artist)
+            what, who = what_and_who(artist)
+            if kind not in OWNERS:
+                unnamed.append(f"{label!r}: its gid {artist.get_gid()!r} does not say what it is")
+            elif kind == "yours":
+                device = DEVICE.match(who)
+                if device is None or device.group(1) not in readers_devices(result):
+                    unnamed.append(f"{label!r}: measured here, but names no device of this reader's")
+                if what and READERS_DEVICE.search(what):
+                    unnamed.append(f"{label!r}: a device in what it measured")
+            elif kind == "reference":
+                machine = (reference.gpu_label(record), reference.cpu_label(record)) if record else ()
+                if "(reference)" not in who or not any(m in who for m in machine):
+                    unnamed.append(f"{label!r}: recorded on the reference machine, but does not name it")
+                if READERS_DEVICE.search(what or ""):
+                    unnamed.append(f"{label!r}: recorded on the reference machine, labelled with a reader's device")
+            elif kind == "published":
+                entry = PUBLISHED[artist.get_gid().split("|", 1)[1]]
+                if not label.startswith(f"published: {entry.gpu}"):
+                    unnamed.append(f"{label!r}: published, but does not name its GPU first")
+    assert unnamed == [], f"{case}: {unnamed}"
+
+
+# ---------------------------------------------------------------- (d) colour-blind safe, never colour alone
+
+
+def style(artist) -> tuple:
+    if hasattr(artist, "get_linestyle") and hasattr(artist, "get_marker"):
+        # Line2D.get_linestyle() says "--" for every dash pattern; the pattern itself tells two apart.
+        dashes = getattr(artist, "_unscaled_dash_pattern", None)
+        return ("line", artist.get_linestyle(), str(dashes), artist.get_marker())
+    return ("area", artist.get_hatch())
+
+
+@pytest.mark.parametrize("case", CASE_IDS)
+def test_colours_are_colour_blind_safe_and_never_the_only_difference(case):
+    figure, _ = drawn(case)
+    off_palette, black_series, alike = [], [], []
+    for index, ax in enumerate(figure.axes):
+        by_style: dict[tuple, set[str]] = {}
+        for artist in series(ax):
+            if colour(artist) not in OKABE_ITO:
+                off_palette.append(f"{artist.get_label()!r}: {colour(artist)}")
+            if colour(artist) == BLACK and owner(artist) != "mark":
+                black_series.append(artist.get_label())
+            by_style.setdefault(style(artist), set()).add(artist.get_label())
+        alike += [f"plot {index + 1}: {sorted(labels)}" for labels in by_style.values() if len(labels) > 1]
+    assert off_palette == [], f"{case}: colours outside the Okabe–Ito palette: {off_palette}"
+    assert black_series == [], f"{case}: black is for marks, not series: {black_series}"
+    assert alike == [], f"{case}: series told apart by colour alone (same line style and marker): {alike}"
+
+
+# ---------------------------------------------------------------- (e) legends a reader can take in
+
+
+@pytest.mark.parametrize("case", CASE_IDS)
+def test_legends_are_short_beside_the_plots_and_name_every_series(case):
+    """At most eight entries in a legend; a figure legend beside the plots, not over them; every series named in
+    one: by its own label, or by what it measured and by who measured it where a legend gives those apart (a
+    colour and marker for "pinned", a line style for "H100 SXM (reference)")."""
+    figure, renderer = drawn(case)
+    shown = legends(figure)
+    entries = {text.get_text() for legend in shown for text in legend.get_texts()}
+    long = [len(legend.get_texts()) for legend in shown if len(legend.get_texts()) > MOST_LEGEND_ENTRIES]
+    assert long == [], f"{case}: legends of {long} entries"
+    for legend in figure.legends:
+        box = legend.get_window_extent(renderer)
+        assert not any(overlapping(box, ax.get_window_extent(renderer)) for ax in figure.axes), case
+    unnamed = []
+    for ax in figure.axes:
+        for artist in series(ax):
+            what, who = what_and_who(artist)
+            label = artist.get_label()
+            if label not in entries and not (owner(artist) in MEASURED and {what or who, who} <= entries):
+                unnamed.append(label)
+    assert unnamed == [], f"{case}: series no legend names: {unnamed}"

@@ -105,11 +105,12 @@ def test_series_derives_the_same_quantity_for_both_and_labels_methods_with_the_g
     assert lines[1].get_label() == "pinned · Test GPU (reference)"
 
 
-def test_known_figures_are_dotted_and_say_what_they_are():
+def test_known_figures_are_dotted_each_in_a_pattern_and_colour_of_its_own_and_say_what_they_are():
     ax = plots.new_figure().subplots()
     level = plots.known_level(ax, 31.5, "PCIe 4.0 ×16 (theoretical)")
     curve = plots.known_curve(ax, [1, 2], [3, 4], "a model")
-    assert level.get_linestyle() == curve.get_linestyle() == ":"
+    assert level.get_linestyle() == ":" and curve.get_linestyle() not in ("-", "None")
+    assert level._unscaled_dash_pattern != curve._unscaled_dash_pattern and level.get_color() != curve.get_color()
     assert level.get_gid().startswith("known|") and curve.get_gid() == "known|a model"
 
 
@@ -190,3 +191,79 @@ def test_show_displays_a_figure_as_a_png(monkeypatch):
     plots.show(figure)
     (image,) = shown
     assert isinstance(image, IPython.display.Image) and image.data.startswith(b"\x89PNG")
+
+
+def test_a_kind_keeps_its_colour_and_marker_across_a_figure_and_no_other_kind_takes_them():
+    figure = plots.new_figure()
+    blue, orange = plots.OKABE_ITO["blue"], plots.OKABE_ITO["orange"]
+    assert plots.color_of(figure, "pinned", orange) == orange and plots.color_of(figure, "pinned") == orange
+    assert plots.color_of(figure, "pageable", orange) != orange  # asked for, but taken
+    kinds = ["pinned", "pageable", "a", "b", "c", "d", "e"]
+    colors = [plots.color_of(figure, kind) for kind in kinds]
+    assert len(set(colors)) == 7 and plots.MARK_COLOR not in colors and blue in colors
+    assert set(colors) | {plots.MARK_COLOR} == set(plots.OKABE_ITO.values())
+    markers = [plots.marker_of(figure, kind) for kind in kinds]
+    assert len(set(markers)) == 7 and plots.marker_of(figure, "pinned") == markers[0]
+    assert plots.color_of(plots.new_figure(), "pageable", orange) == orange  # each figure its own
+
+
+def test_series_label_what_was_measured_and_where_and_share_a_colour_across_machines_only():
+    mine = {"device": "cuda:0", "sizes": [1, 2], "gbps": {"pinned": [1.0, 2.0], "pageable": [0.5, 1.0]}}
+    theirs = {"device": "cuda:0", "sizes": [1, 2], "gbps": {"pinned": [3.0, 4.0], "pageable": [1.0, 2.0]}}
+    figure = plots.new_figure()
+    lines = plots.series(figure.subplots(), mine, x="sizes", y="gbps", reference=reference_record(theirs))
+    by_label = {line.get_label(): line for line in lines}
+    assert set(by_label) == {
+        "pinned · cuda:0",
+        "pageable · cuda:0",
+        "pinned · Test GPU (reference)",
+        "pageable · Test GPU (reference)",
+    }
+    here, there = by_label["pinned · cuda:0"], by_label["pinned · Test GPU (reference)"]
+    assert (here.get_color(), here.get_marker()) == (there.get_color(), there.get_marker())
+    assert here.get_linestyle() == "-" and there.get_linestyle() == "--"
+    other = by_label["pageable · cuda:0"]
+    assert other.get_color() != here.get_color() and other.get_marker() != here.get_marker()
+
+
+def test_series_by_device_give_the_reference_gpu_a_colour_of_its_own():
+    mine = {"sizes": [64, 128], "seconds": {"cpu": [1e-3, 8e-3], "cuda:0": [1e-4, 2e-4]}}
+    theirs = {"sizes": [64, 128], "seconds": {"cuda:0": [1e-5, 2e-5]}}
+    lines = plots.series(
+        plots.new_figure().subplots(), mine, x="sizes", y="seconds", by_device=True, reference=reference_record(theirs)
+    )
+    assert [line.get_label() for line in lines] == ["cpu", "cuda:0", "Test GPU (reference)"]
+    assert lines[0].get_color() == plots.DEVICE_COLORS["cpu"] and lines[1].get_color() == plots.DEVICE_COLORS["cuda"]
+    assert lines[2].get_color() == plots.DEVICE_COLORS["reference"]
+    assert len({line.get_marker() for line in lines}) == 3
+
+
+def test_a_long_legend_lists_what_was_measured_by_colour_and_who_by_line_style():
+    sizes = [1, 2]
+    kinds = ["pageable", "pinned", "pinned + non_blocking", "host copy", "pin_memory()"]
+    mine = {"device": "cuda:0", "sizes": sizes, "gbps": {kind: [1.0, 2.0] for kind in kinds}}
+    figure = plots.new_figure((11, 3.6))
+    ax = figure.subplots()
+    plots.series(ax, mine, x="sizes", y="gbps", reference=reference_record(dict(mine)))
+    plots.known_level(ax, 31.5, "PCIe 4.0 ×16, 31.5 GB/s (theoretical)")
+    plots.legend(figure)
+    key, rest = ([text.get_text() for text in legend.get_texts()] for legend in figure.legends)
+    assert key == [*kinds, "cuda:0", "Test GPU (reference)"] and rest == ["PCIe 4.0 ×16, 31.5 GB/s (theoretical)"]
+    swatches = dict(zip(key, figure.legends[0].legend_handles))
+    pinned = next(line for line in ax.get_lines() if line.get_label() == "pinned · cuda:0")
+    assert (
+        swatches["pinned"].get_color() == pinned.get_color() and swatches["pinned"].get_marker() == pinned.get_marker()
+    )
+    assert swatches["Test GPU (reference)"].get_linestyle() != swatches["cuda:0"].get_linestyle()
+
+
+def test_a_marks_label_near_the_right_edge_goes_on_the_left_of_its_line():
+    figure = plots.new_figure((6, 3))
+    ax = figure.subplots()
+    ax.plot([1, 100], [1, 2], label="x · cpu")
+    plots.mark_x(ax, 95, "largest batch under the budget")
+    plots.mark_x(ax, 5, "ridge")
+    plots.legend(figure)
+    right, left = ax.texts
+    assert right.get_horizontalalignment() == "right" and right.xyann[0] < 0
+    assert left.get_horizontalalignment() == "left" and left.xyann[0] > 0
