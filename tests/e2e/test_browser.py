@@ -4,10 +4,13 @@ For each notebook in notebooks/, the test opens a copy in JupyterLab, runs all c
 menu and then checks, in the page, that every experiment panel rendered as widgets, finished and
 shows a plot; that a control changed in the browser and a click on Run take the status through
 running back to done and change the plot; that every quiz question says right for exactly one
-choice and not quite for the others; and that no cell shows an error and the browser console
-shows none from JupyterLab, the widgets or gpulab. Panels and questions are found by what they
-render — a Run button beside a progress bar, a Check button under radio buttons — so a new
-lesson is covered without touching this file.
+choice and not quite for the others, each with the explanation of the choice picked; and that no
+cell shows an error and the browser console shows none from JupyterLab, the widgets or gpulab.
+Panels and questions are found by what they render — a Run button beside a progress bar, a Check
+button under radio buttons — so a new lesson is covered without touching this file.
+
+An exercise notebook (exercises/) is opened too, its first exercise run up to its answer: its hint
+button shows the hints one click at a time, as the solution notebook writes them.
 
 Chromium is Debian's (/usr/bin/chromium, or the path in GPULAB_CHROMIUM), started headless and
 kept off the network; the page may reach only the local JupyterLab. Without Chromium, JupyterLab
@@ -31,11 +34,14 @@ import urllib.request
 
 import pytest
 
+from gpulab import course
 from gpulab._processes import kill_processes_mentioning
 
 from conftest import CHROMIUM, CHROMIUM_FLAGS, ROOT, chromium_missing
 
 LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+# Its first exercise has three hints.
+HINTED = ROOT / "exercises" / "00_why_gpus.ipynb"
 
 
 def _missing() -> str | None:
@@ -66,6 +72,8 @@ def lab(tmp_path_factory):
     (home / "tmp").mkdir()
     for lesson in LESSONS:
         shutil.copy(lesson, root / lesson.name)
+    (root / "exercises").mkdir()
+    shutil.copy(HINTED, root / "exercises" / HINTED.name)
     # JupyterLab would ask whether to fetch news and check for updates from the internet, and would
     # keep cells out of the page until they are scrolled into view.
     for plugin, values in {
@@ -265,6 +273,37 @@ def _is_local(url: str, lab) -> bool:
     return url.startswith(lab["url"]) or url.startswith(lab["url"].replace("http", "ws"))
 
 
+def _plain(text: str) -> str:
+    """Text as the page shows it: no backticks, one space between words."""
+    return " ".join(text.replace("`", "").split())
+
+
+def _made_by(source: str, name: str) -> list:
+    """The ``gpulab.quiz`` objects called ``name`` (Quiz, Hints) that a cell's source makes when it runs."""
+    import gpulab.quiz
+
+    made, kind = [], getattr(gpulab.quiz, name)
+
+    class Recording(kind):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(gpulab.quiz, name, Recording)
+        exec(source, {})
+    return made
+
+
+def _quiz_as_written(lesson) -> list[dict[str, str]]:
+    """For each question of the lesson's quiz, {choice as shown: its explanation as shown}."""
+    for cell in course.read_notebook(lesson)["cells"]:
+        if cell["cell_type"] == "code" and "Quiz(" in course.cell_source(cell):
+            (quiz,) = _made_by(course.cell_source(cell), "Quiz")
+            return [{_plain(c.text): _plain(c.why) for c in q.choices} for q in quiz.questions]
+    return []
+
+
 # ---------------------------------------------------------------- the test
 
 
@@ -335,18 +374,25 @@ def test_a_lesson_runs_and_its_panels_and_quiz_work_in_the_browser(lab, browser,
             image = box.query_selector(".widget-output img").get_attribute("src")
             assert image != panel["image"], f"{lesson.name}: {panel['title']!r}: the plot did not change after {change}"
 
-        # Every question: exactly one choice is right, the others are not, and code is shown as code.
+        # Every question: exactly one choice is right, the others are not, each pick shows that choice's own
+        # explanation, and code is shown as code.
         questions = page.evaluate(QUESTIONS)
         assert questions, f"{lesson.name}: no quiz question found"
+        written = _quiz_as_written(lesson)
+        assert len(questions) == len(written), (
+            f"{lesson.name}: {len(questions)} questions shown, {len(written)} written"
+        )
         for number, question in enumerate(questions):
             assert "`" not in question["prompt"], f"{lesson.name}: question {number + 1} shows raw backticks"
             check = notebook.locator("button.jupyter-button", has_text=re.compile(r"^\s*Check\s*$")).nth(number)
             check.scroll_into_view_if_needed()
             box = check.locator("xpath=ancestor::*[contains(@class, 'widget-hbox')][1]/..")
             feedback = check.locator("xpath=following-sibling::*[1]").element_handle()
-            verdicts = []
+            verdicts, explanations = [], []
             for choice in range(question["choices"]):
-                box.locator(".widget-radio-box label").nth(choice).click()
+                label = box.locator(".widget-radio-box label").nth(choice)
+                picked = _plain(label.text_content())
+                label.click()
                 page.wait_for_function(KERNEL_IDLE, timeout=30_000)
                 _watch(feedback)
                 check.click()
@@ -354,9 +400,18 @@ def test_a_lesson_runs_and_its_panels_and_quiz_work_in_the_browser(lab, browser,
                 page.wait_for_function(
                     "el => window.__changes > 0 && el.textContent.trim() !== ''", arg=feedback, timeout=30_000
                 )
-                verdicts.append(feedback.text_content().strip()[:1])
+                said = _plain(feedback.text_content())
+                verdicts.append(said[:1])
+                explanations.append(said.split(".", 1)[-1].strip())  # after "✓ right." or "✗ not quite."
+                assert explanations[-1] == written[number].get(picked), (
+                    f"{lesson.name}: question {number + 1}, {picked!r} picked: it says {said!r}, "
+                    f"its explanation is {written[number].get(picked)!r}"
+                )
             assert sorted(verdicts) == ["✓"] + ["✗"] * (len(verdicts) - 1), (
                 f"{lesson.name}: question {number + 1} ({question['prompt'][:60]}…) answered {verdicts}"
+            )
+            assert len(set(explanations)) == len(explanations), (
+                f"{lesson.name}: question {number + 1} gives the same explanation for different choices"
             )
 
         # The console: no error from JupyterLab, the widgets or gpulab; refused external resources are noted.
@@ -367,6 +422,83 @@ def test_a_lesson_runs_and_its_panels_and_quiz_work_in_the_browser(lab, browser,
     except Exception:
         page.screenshot(path=str(tmp_path / f"{lesson.stem}.png"), full_page=True)
         print(f"the page as it was: {tmp_path / f'{lesson.stem}.png'}")
+        raise
+    finally:
+        context.close()
+
+
+# A hints widget: the box around a button that offers a hint, and the text above it.
+HINT_BOX = f"""() => [...{NOTEBOOK}.querySelectorAll('button.jupyter-button')]
+    .filter(b => /hint/i.test(b.textContent))
+    .map(b => b.closest('.widget-vbox'))[0]"""
+
+
+def _hints_as_written(exercise) -> list[str]:
+    """The hints of the notebook's first hints cell, as the page shows them."""
+    for cell in course.read_notebook(exercise)["cells"]:
+        if cell.get("metadata", {}).get("gpulab", {}).get("hints"):
+            (hints,) = _made_by(course.cell_source(cell), "Hints")
+            return [_plain(hint) for hint in hints.hints]
+    return []
+
+
+def test_an_exercise_s_hints_are_revealed_one_click_at_a_time_in_the_browser(lab, browser, tmp_path):
+    written = _hints_as_written(HINTED)
+    assert len(written) == 3, f"{HINTED.name}'s first exercise should have three hints to click through: {written}"
+    notebook_path = f"exercises/{HINTED.name}"
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.route("**/*", lambda route_: route_.continue_() if _is_local(route_.request.url, lab) else route_.abort())
+    page = context.new_page()
+    console_errors, page_errors = [], []
+    page.on(
+        "console", lambda m: console_errors.append((m.text, m.location.get("url", ""))) if m.type == "error" else None
+    )
+    page.on("pageerror", lambda error: page_errors.append(str(error)))
+    try:
+        page.goto(f"{lab['url']}/lab/tree/{notebook_path}?reset&token={lab['token']}")
+        page.wait_for_selector(".jp-Notebook", timeout=90_000)
+        _until(
+            page,
+            lambda: _kernel_ready(lab, notebook_path) and page.evaluate(KERNEL_IDLE),
+            timeout_s=90,
+            what="the notebook's kernel",
+        )
+        # Select the first exercise's answer cell, the one below its hints, and run everything above it.
+        cells = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell")
+        sources = [cells.nth(i).locator(".jp-InputArea").text_content() for i in range(cells.count())]
+        first = next(i for i, text in enumerate(sources) if "Hints([" in text)
+        cells.nth(first + 1).locator(".jp-InputPrompt").click()
+        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+        page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Above Selected Cell$")).click()
+        _until(page, lambda: page.evaluate(HINT_BOX) is not None, timeout_s=120, what="the hints to show")
+        _until(page, lambda: page.evaluate(KERNEL_IDLE), timeout_s=60, what="the kernel to be idle")
+
+        box = page.evaluate_handle(HINT_BOX).as_element()
+        box.scroll_into_view_if_needed()
+        button, text = box.query_selector("button.jupyter-button"), box.query_selector(".widget-html")
+        assert _plain(text.text_content()) == "", f"a hint shows before any click: {text.text_content()!r}"
+        for shown in range(1, len(written) + 1):
+            assert _plain(button.text_content()) == f"Show a hint ({shown} of {len(written)})"
+            assert button.is_enabled()
+            button.click()
+            page.wait_for_function(
+                "([el, n]) => (el.textContent.match(/Hint \\d of/g) || []).length >= n",
+                arg=[text, shown],
+                timeout=30_000,
+            )
+            now = _plain(text.text_content())
+            for number, hint in enumerate(written, start=1):
+                assert (f"Hint {number} of {len(written)}. {hint}" in now) == (number <= shown), (
+                    f"after {shown} click(s), hint {number} {'is missing' if number <= shown else 'shows early'}: {now!r}"
+                )
+        assert _plain(button.text_content()) == f"All {len(written)} hints shown" and not button.is_enabled()
+
+        assert not page.evaluate(ERRORS), "cells show errors:\n" + "\n".join(page.evaluate(ERRORS))
+        ours = [(text, url) for text, url in console_errors if not url or _is_local(url, lab)]
+        assert not ours and not page_errors, f"browser errors {ours} {page_errors}"
+    except Exception:
+        page.screenshot(path=str(tmp_path / "hints.png"), full_page=True)
+        print(f"the page as it was: {tmp_path / 'hints.png'}")
         raise
     finally:
         context.close()

@@ -4,9 +4,10 @@ The site is built once for the module, from this work tree, into a scratch folde
 ``--out``): every lesson and every exercise notebook executed here. Then every page is opened in Chromium
 served from 127.0.0.1, with every request to another host refused and recorded, and read: it loads with no
 console error and no failed request, its internal links and images resolve, every image has a text alternative
-that says something, its quizzes answer a wrong pick and a right one, its Colab link names the release the
-notebooks install, and search finds a lesson. Without Chromium or playwright the tests are skipped, saying
-why; with GPULAB_REQUIRE_BROWSER=1 (CI sets it) that skip is a failure.
+that says something, its quizzes answer every pick with that choice's own explanation, its exercises' hints open
+one at a time, its Colab link names the release the notebooks install, and search finds a lesson. Without
+Chromium or playwright the tests are skipped, saying why; with GPULAB_REQUIRE_BROWSER=1 (CI sets it) that skip
+is a failure.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 PAGES = [f"{folder}/{stem}" for folder in ("notebooks", "exercises") for stem in course.LESSONS]
+GUIDE = ["guide/index"] + [f"guide/{path.stem}" for path in sorted((ROOT / "guide").glob("[0-9][0-9]_*.md"))]
 
 
 @pytest.fixture(scope="module")
@@ -107,10 +109,12 @@ def visit(reader, served, path: str):
 
 
 def test_every_lesson_and_exercise_is_a_page_and_no_solution_is(site):
-    for path in ["index", "search", *PAGES]:
+    for path in ["index", "search", *PAGES, *GUIDE]:
         assert (site / f"{path}.html").is_file(), f"{path}.html is missing from the site"
     assert not (site / "solutions").exists()
     for page in site.rglob("*.html"):
+        if page.relative_to(site).parts[0] == "guide":  # the instructor's guide speaks of grading with solutions/
+            continue
         text = page.read_text(encoding="utf-8")
         assert "solutions/" not in text, f"{page.relative_to(site)} mentions solutions/"
     # the notebooks to download are the committed ones, without outputs, and hold no solution either
@@ -120,7 +124,7 @@ def test_every_lesson_and_exercise_is_a_page_and_no_solution_is(site):
         assert (ROOT / f"{relative}.ipynb").read_bytes() in downloads, f"{relative}.ipynb is not offered as committed"
 
 
-@pytest.mark.parametrize("path", ["index", *PAGES])
+@pytest.mark.parametrize("path", ["index", *PAGES, *GUIDE])
 def test_a_page_loads_offline_with_no_error_and_every_link_and_image_resolves(reader, served, site, path):
     page, seen = visit(reader, served, f"{path}.html")
     assert not seen["errors"], f"console errors on {path}: {seen['errors']}"
@@ -173,11 +177,40 @@ def test_every_panel_shows_its_figure_with_a_description_beside_the_h100_record(
             assert any(label in alt for label in labels), f"{name}: a reference is drawn, and not named: {alt}"
 
 
-def test_a_quiz_answered_wrong_then_right_says_so(reader, served):
+def _plain(text: str) -> str:
+    """Text as the page shows it: no backticks, one space between words."""
+    return " ".join(text.replace("`", "").split())
+
+
+def _written(stem: str, name: str):
+    """The ``gpulab.quiz`` object called ``name`` that the notebook makes: its Quiz, or its first Hints."""
+    import gpulab.quiz
+
+    folder = "notebooks" if name == "Quiz" else "exercises"
+    made, kind = [], getattr(gpulab.quiz, name)
+
+    class Recording(kind):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    for cell in course.read_notebook(ROOT / folder / f"{stem}.ipynb")["cells"]:
+        source = course.cell_source(cell)
+        if cell["cell_type"] == "code" and f"{name}(" in source:
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(gpulab.quiz, name, Recording)
+                exec(source, {})
+            if made:
+                return made[0]
+    return None
+
+
+def test_a_quiz_answered_wrong_then_right_says_so_and_why(reader, served):
     for stem in course.LESSONS:
         page, seen = visit(reader, served, f"notebooks/{stem}.html")
+        written = _written(stem, "Quiz").questions
         questions = page.locator(".gpulab-question")
-        assert questions.count() > 0, f"{stem} shows no quiz"
+        assert questions.count() == len(written), f"{stem} shows {questions.count()} questions of {len(written)}"
         for number in range(questions.count()):
             question = questions.nth(number)
             verdicts = question.locator(".gpulab-verdict")
@@ -185,13 +218,44 @@ def test_a_quiz_answered_wrong_then_right_says_so(reader, served):
             kinds = [verdicts.nth(i).get_attribute("class").split()[-1] for i in range(verdicts.count())]
             assert kinds.count("right") == 1, f"{stem} question {number + 1}: {kinds}"
             labels = question.locator("label")
-            wrong, right = kinds.index("wrong"), kinds.index("right")
-            labels.nth(wrong).click()
-            shown = [verdicts.nth(i).inner_text() for i in range(verdicts.count()) if verdicts.nth(i).is_visible()]
-            assert len(shown) == 1 and shown[0].startswith("✗ not quite."), (stem, number, shown)
-            labels.nth(right).click()
-            shown = [verdicts.nth(i).inner_text() for i in range(verdicts.count()) if verdicts.nth(i).is_visible()]
-            assert len(shown) == 1 and shown[0].startswith("✓ right."), (stem, number, shown)
+            why = {_plain(choice.text): _plain(choice.why) for choice in written[number].choices}
+            # every wrong choice, then the right one: each says so, with its own explanation
+            said = []
+            for index in [i for i, kind in enumerate(kinds) if kind == "wrong"] + [kinds.index("right")]:
+                labels.nth(index).click()
+                shown = [
+                    _plain(verdicts.nth(i).inner_text())
+                    for i in range(verdicts.count())
+                    if verdicts.nth(i).is_visible()
+                ]
+                mark = "✓ right." if kinds[index] == "right" else "✗ not quite."
+                picked = _plain(labels.nth(index).inner_text())
+                assert shown == [f"{mark} {why[picked]}"], (stem, number + 1, picked, shown)
+                said.append(shown[0])
+            assert len(set(said)) == len(said), f"{stem} question {number + 1}: two choices say the same"
+        assert not seen["errors"], seen["errors"]
+
+
+def test_an_exercise_s_hints_open_one_at_a_time(reader, served):
+    for stem in course.LESSONS:
+        page, seen = visit(reader, served, f"exercises/{stem}.html")
+        written = [_plain(hint) for hint in _written(stem, "Hints").hints]
+        hints = page.locator(".gpulab-hints").first
+        summaries, texts = hints.locator("summary"), hints.locator("p")
+        assert summaries.count() == texts.count() == len(written), (
+            f"{stem}: {summaries.count()} hints of {len(written)}"
+        )
+        for opened in range(len(written) + 1):
+            visible = [i for i in range(len(written)) if texts.nth(i).is_visible()]
+            assert visible == list(range(opened)), f"{stem}: after {opened} opened, hints {visible} show"
+            offered = [i for i in range(len(written)) if summaries.nth(i).is_visible()]
+            assert offered == list(range(min(opened + 1, len(written)))), f"{stem}: after {opened}, {offered} offered"
+            if opened < len(written):
+                assert _plain(summaries.nth(opened).inner_text()) == f"Show a hint ({opened + 1} of {len(written)})"
+                summaries.nth(opened).click()
+                assert (
+                    _plain(texts.nth(opened).inner_text()) == f"Hint {opened + 1} of {len(written)}. {written[opened]}"
+                )
         assert not seen["errors"], seen["errors"]
 
 
@@ -214,7 +278,10 @@ def test_the_index_says_what_each_lesson_teaches_and_how_long_it_takes(reader, s
         number = stem.split("_", 1)[0]
         section = text.split(f"{number} · {title}", 1)
         assert len(section) == 2, f"the index lacks {number} · {title}"
-        assert re.match(r"\s*About \d+ minutes to read; every cell ran here in \d+ s\. You will learn to", section[1])
+        assert re.match(
+            r"\s*About \d+ minutes; every cell ran here in \d+ s\. You need: .+\. You will learn to", section[1]
+        )
+    assert page.locator("article a[href$='guide/index.html']").count() >= 1
     assert page.locator("article a[href$='notebooks/01_devices.html']").count() >= 1
 
 

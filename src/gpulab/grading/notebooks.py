@@ -8,7 +8,10 @@ their metadata, under the key ``gpulab``:
 - **check** cells, ``{"check": "ID-a", "exercise": "ID", "points": 2}``, hold asserts; lines
   between ``### BEGIN HIDDEN TESTS`` and ``### END HIDDEN TESTS`` are for the grader only;
 - **canary** cells, ``{"canary": "ID-x", "exercise": "ID"}``, are checks that must fail (an
-  instructor's own, beside the grader's): one that passes shows a kernel tampered with.
+  instructor's own, beside the grader's): one that passes shows a kernel tampered with;
+- a **hints** cell, ``{"hints": "ID"}``, just above the answer cell, shows the exercise's hints
+  (``gpulab.quiz.Hints``): it is for the student, kept as it is in the exercise, and nothing a
+  grade depends on.
 
 :func:`make_exercise` replaces each solution with a stub and drops the hidden tests and canaries;
 :func:`assign` writes ``exercises/`` from ``solutions/``. :func:`load_submission` reads a student's
@@ -37,6 +40,7 @@ __all__ = [
     "cell_role",
     "check_role",
     "exercises",
+    "hints_id",
     "lesson_in_name",
     "lesson_of",
     "load_submission",
@@ -66,6 +70,11 @@ def cell_role(cell: dict) -> dict:
 def answer_id(cell: dict) -> str | None:
     """The exercise a code cell answers, or None."""
     return cell_role(cell).get("answer") if cell.get("cell_type") == "code" else None
+
+
+def hints_id(cell: dict) -> str | None:
+    """The exercise whose hints a code cell shows, or None."""
+    return cell_role(cell).get("hints") if cell.get("cell_type") == "code" else None
 
 
 def check_role(cell: dict) -> dict | None:
@@ -191,7 +200,7 @@ def _problem(notebook) -> str:
         source = cell.get("source", "")
         if not (isinstance(source, str) or (isinstance(source, list) and all(isinstance(s, str) for s in source))):
             return f"cell {number}'s source is {_kind(source)}, not text"
-        for key in ("answer", "check", "exercise", "canary"):
+        for key in ("answer", "check", "exercise", "canary", "hints"):
             if key in role and not isinstance(role[key], str):
                 return f"cell {number}'s {key} id is {_kind(role[key])}, not text"
     return ""

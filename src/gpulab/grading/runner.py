@@ -97,6 +97,8 @@ def _plan(solution: dict, exercise: str, answer_source: str, rng) -> list[_Cell]
         elif "canary" in role:
             if role.get("exercise") == exercise:
                 checks.append(_Cell("canary", f"canary:{role['canary']}", course.cell_source(cell)))
+        elif "hints" in role:  # for the student to read: nothing the grade depends on
+            continue
         elif not checks:
             cells.append(_Cell("setup", "", course.cell_source(cell)))
     kinds = list(range(len(_CANARIES)))

@@ -206,3 +206,73 @@ def test_a_missing_file_exits_2(tmp_path):
 def test_without_solutions_named_the_checkouts_are_used():
     assert notebooks.solutions_folder() == ROOT / "solutions"
     assert notebooks.solution_path("01_devices") == ROOT / "solutions" / "01_devices.ipynb"
+
+
+def hints_of(cell):
+    """The Hints a hints cell shows, made by running it."""
+    import gpulab.quiz
+
+    made = []
+
+    class Recording(gpulab.quiz.Hints):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(gpulab.quiz, "Hints", Recording)
+        exec(course.cell_source(cell), {})
+    (hints,) = made
+    return hints
+
+
+def test_every_exercise_has_one_to_three_hints_just_above_its_answer():
+    for solution in sorted((ROOT / "solutions").glob("*.ipynb")):
+        notebook = course.read_notebook(solution)
+        cells = notebook["cells"]
+        hinted = [notebooks.hints_id(cell) for cell in cells if notebooks.hints_id(cell) is not None]
+        parts = notebooks.exercises(notebook)
+        assert sorted(hinted) == sorted(parts), f"{solution.name}: hints for {hinted}, exercises {sorted(parts)}"
+        for exercise, found in parts.items():
+            above = cells[found["answer"] - 1]
+            assert notebooks.hints_id(above) == exercise, (
+                f"{solution.name}: {exercise}'s hints are not above its answer"
+            )
+            assert 1 <= len(hints_of(above).hints) <= 3
+
+
+def _plain_code(text: str) -> str:
+    return " ".join(text.replace("`", "").replace('"', "'").split())
+
+
+def test_no_hint_gives_a_line_of_the_solution():
+    # A line of the solution that the task itself does not already give.
+    for solution in sorted((ROOT / "solutions").glob("*.ipynb")):
+        cells = course.read_notebook(solution)["cells"]
+        hints = {notebooks.hints_id(c): hints_of(c).hints for c in cells if notebooks.hints_id(c)}
+        task = []
+        for cell in cells:
+            if cell["cell_type"] == "markdown":
+                task.append(_plain_code(course.cell_source(cell)))
+            exercise = notebooks.answer_id(cell)
+            if exercise is None:
+                continue
+            source = course.cell_source(cell)
+            solved = set(source.splitlines()) - set(notebooks.strip_solutions(source).splitlines())
+            lines = {
+                _plain_code(line) for line in solved if len(line.strip()) >= 16 and not line.strip().startswith("#")
+            }
+            told = " ".join(task)
+            for hint in hints[exercise]:
+                given = [line for line in lines if line in _plain_code(hint) and line not in told]
+                assert not given, f"{solution.name}: a hint of {exercise} gives the solution's line {given[0]!r}"
+            task = []
+
+
+def test_exercises_keep_the_hints_as_they_are():
+    for solution in sorted((ROOT / "solutions").glob("*.ipynb")):
+        hints = [c for c in course.read_notebook(solution)["cells"] if notebooks.hints_id(c)]
+        kept = [c for c in course.read_notebook(ROOT / "exercises" / solution.name)["cells"] if notebooks.hints_id(c)]
+        assert [(c["id"], course.cell_source(c), c["metadata"]) for c in kept] == [
+            (c["id"], course.cell_source(c), c["metadata"]) for c in hints
+        ], solution.name
