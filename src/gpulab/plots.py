@@ -172,20 +172,24 @@ def to_png(figure, dpi: int = 100) -> bytes:
     return buffer.getvalue()
 
 
-def show(figure, dpi: int = 100) -> None:
-    """Display ``figure`` in the notebook as a PNG (a figure made by :func:`new_figure` belongs to no
-    pyplot backend, so Jupyter would otherwise print its repr). On a page without a kernel
-    (``GPULAB_STATIC=1``), as an HTML image whose text alternative says what it shows."""
-    from IPython.display import HTML, Image, display
+def show(figure, dpi: int = 100, summary: str = "") -> None:
+    """Display ``figure`` in the notebook as an image whose text alternative says what it shows (:func:`bundle`;
+    a figure made by :func:`new_figure` belongs to no pyplot backend, so Jupyter would otherwise print its repr)."""
+    from IPython.display import display
 
-    from .widgets import static_outputs
+    from . import alt_text
 
-    if static_outputs():
-        from . import alt_text
+    display(bundle(to_png(figure, dpi), alt_text.describe(figure, summary)), raw=True)
 
-        display(HTML(html_image(to_png(figure, dpi), alt_text.describe(figure))))
-    else:
-        display(Image(data=to_png(figure, dpi), format="png"))
+
+def bundle(png: bytes, alt: str) -> dict[str, str]:
+    """A figure as a notebook output's data: an HTML image with the text alternative ``alt`` (what JupyterLab,
+    Colab and the website show, and what a screen reader reads), the PNG itself, and ``alt`` as its plain text."""
+    return {
+        "text/html": html_image(png, alt),
+        "image/png": base64.b64encode(png).decode("ascii"),
+        "text/plain": alt,
+    }
 
 
 def html_image(png: bytes, alt: str) -> str:

@@ -14,17 +14,17 @@ A panel drawn by a panel's figure (``plot=gpulab.figures.bandwidth``) takes that
 Displaying the panel runs the experiment once with the defaults, so executing the notebook
 exercises the whole path. Every error, out-of-memory included, is caught and shown in the
 panel; the kernel and the panel stay usable. Only core ipywidgets are used, and the same
-code runs on ipywidgets 7.7 (Colab) and 8.x.
+code runs on ipywidgets 7.7 (Colab) and 8.x. Each figure carries a text alternative generated from the
+run (:func:`gpulab.alt_text.describe`: each plot's axes and series, and the result line), which a screen
+reader reads in the notebook and the website shows as the image's alt text.
 
 For a page without a kernel (the course's website, ``make site``), ``GPULAB_STATIC=1`` makes a
 panel show, in place of its controls, what its run at the default settings gave: the settings,
-the figure with a text alternative that says what it shows (:func:`gpulab.alt_text.describe`)
-and the status line, as plain HTML.
+the figure with the same text alternative, and the status line, as plain HTML.
 """
 
 from __future__ import annotations
 
-import base64
 import gc
 import html
 import os
@@ -275,7 +275,7 @@ class Panel:
         self.runs = 0
         self.elapsed_s: float | None = None  # the whole run: the experiment, its plot and its summary
         self.experiment_s: float | None = None  # the experiment alone: what estimate_s predicts
-        self.alt_text = ""  # what the last figure shows, in words (for a page without a kernel)
+        self.alt_text = ""  # what the last figure shows, in words: its text alternative
         self._figure_png: bytes | None = None
         self._running = False
         self._shown = False
@@ -355,14 +355,15 @@ class Panel:
     def _show_text(self, text: str) -> None:
         self.output.outputs = ({"output_type": "stream", "name": "stderr", "text": text},)
 
-    def _show_figure(self, figure) -> None:
+    def _show_figure(self, figure, line: str) -> None:
+        """Show ``figure`` with its text alternative: what it shows (each plot's axes and series) and the result
+        line, in words (:func:`gpulab.alt_text.describe`), as a screen reader reads it here and on the website."""
+        from . import alt_text
+
+        self.alt_text = alt_text.describe(figure, line)
         png = self._figure_png = plots.to_png(figure)
         self.output.outputs = (
-            {
-                "output_type": "display_data",
-                "data": {"image/png": base64.b64encode(png).decode("ascii"), "text/plain": "<plot>"},
-                "metadata": {},
-            },
+            {"output_type": "display_data", "data": plots.bundle(png, self.alt_text), "metadata": {}},
         )
 
     def run(self) -> Any:
@@ -381,15 +382,11 @@ class Panel:
         try:
             result = self.experiment(progress=self._report_progress, **self.values)
             self.experiment_s = time.perf_counter() - start
+            line = self.summary(result) if self.summary is not None else ""
             if self.plot is not None:
                 figure = plots.new_figure(self.figsize)
                 self.plot(result, figure)
-                self._show_figure(figure)
-            line = self.summary(result) if self.summary is not None else ""
-            if self.plot is not None and static_outputs():
-                from . import alt_text
-
-                self.alt_text = alt_text.describe(figure, line)
+                self._show_figure(figure, line)
         except KeyboardInterrupt:
             self.result, self.error = None, None
             self.progress.bar_style = "warning"

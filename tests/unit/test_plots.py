@@ -1,5 +1,8 @@
 """gpulab.plots: axes a reader can read, the reader's series beside a reference, notes, colours, PNGs."""
 
+import base64
+import html
+
 import pytest
 import torch
 
@@ -181,16 +184,21 @@ def test_a_reference_measured_on_a_cpu_names_that_cpu_not_the_gpu_and_keeps_its_
     assert plots.reference_cpu({"devices": []}) == "the reference machine's CPU"
 
 
-def test_show_displays_a_figure_as_a_png(monkeypatch):
+def test_show_displays_a_figure_as_an_image_with_its_text_alternative(monkeypatch):
     import IPython.display
 
     shown = []
-    monkeypatch.setattr(IPython.display, "display", lambda *objects: shown.extend(objects))
+    monkeypatch.setattr(IPython.display, "display", lambda *objects, raw=False: shown.extend((raw, o) for o in objects))
     figure = plots.new_figure()
-    figure.subplots().plot([1, 2], [3, 4])
-    plots.show(figure)
-    (image,) = shown
-    assert isinstance(image, IPython.display.Image) and image.data.startswith(b"\x89PNG")
+    axes = figure.subplots()
+    axes.plot([1, 2], [3, 4], label="copies · cpu")
+    axes.set_xlabel("size")
+    plots.show(figure, summary="peak 4 GB/s")
+    ((raw, data),) = shown
+    assert raw and base64.b64decode(data["image/png"]).startswith(b"\x89PNG")
+    alt = data["text/plain"]
+    assert "copies · cpu" in alt and "size" in alt and alt.endswith("peak 4 GB/s.")
+    assert f"alt='{html.escape(alt)}'" in data["text/html"] and data["image/png"] in data["text/html"]
 
 
 def test_a_kind_keeps_its_colour_and_marker_across_a_figure_and_no_other_kind_takes_them():

@@ -314,6 +314,13 @@ def test_a_static_page_shows_a_failed_run_as_an_error(monkeypatch):
 def test_without_gpulab_static_the_panel_is_its_widgets(monkeypatch):
     monkeypatch.delenv("GPULAB_STATIC", raising=False)
     panel = make_panel()
-    assert displayed(monkeypatch, panel) == [panel.widget] and panel.alt_text == ""
+    assert displayed(monkeypatch, panel) == [panel.widget]
+    # its figure, in the notebook, carries the same text alternative the website gives it
+    (figure,) = png_outputs(panel)
+    assert "4 sizes" in panel.alt_text and figure["data"]["text/plain"] == panel.alt_text
+    (alt,) = re.findall(r"alt='([^']*)'", figure["data"]["text/html"])
+    assert alt == html.escape(panel.alt_text)
+    (source,) = re.findall(r"src='data:image/png;base64,([^']+)'", figure["data"]["text/html"])
+    assert source == figure["data"]["image/png"]
     monkeypatch.setenv("GPULAB_STATIC", "0")
     assert not widgets.static_outputs()
