@@ -20,24 +20,17 @@ skip is a failure.
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import secrets
 import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 
+import jupyterlab_page
 import pytest
+from jupyterlab_page import ERRORS, KERNEL_IDLE, NOTEBOOK
+from jupyterlab_page import until as _until
 
 from gpulab import course
-from gpulab._processes import kill_processes_mentioning
 
-from conftest import CHROMIUM, CHROMIUM_FLAGS, ROOT, chromium_missing
+from conftest import ROOT, chromium_missing
 
 LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 # Its first exercise has three hints.
@@ -57,113 +50,27 @@ pytestmark = pytest.mark.skipif(
 # ---------------------------------------------------------------- JupyterLab, started and always stopped
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """A JupyterLab on 127.0.0.1 serving copies of the lessons, with folders of its own."""
     home = tmp_path_factory.mktemp("jupyterlab")
     root = home / "notebooks"
     root.mkdir()
-    (home / "tmp").mkdir()
     for lesson in LESSONS:
         shutil.copy(lesson, root / lesson.name)
     (root / "exercises").mkdir()
     shutil.copy(HINTED, root / "exercises" / HINTED.name)
-    # JupyterLab would ask whether to fetch news and check for updates from the internet, and would
-    # keep cells out of the page until they are scrolled into view.
-    for plugin, values in {
-        "apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
-        "notebook-extension/tracker": {"windowingMode": "none"},
-    }.items():
-        path = home / "settings" / "@jupyterlab" / f"{plugin}.jupyterlab-settings"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(values))
-    port, token = _free_port(), secrets.token_hex(16)
-    env = dict(
-        os.environ,
-        JUPYTER_RUNTIME_DIR=str(home / "runtime"),
-        JUPYTER_CONFIG_DIR=str(home / "config"),
-        JUPYTER_PLATFORM_DIRS="1",
-        MPLBACKEND="Agg",
-        TMPDIR=str(home / "tmp"),
-    )  # what the kernels write goes with the server's folder
-    command = [
-        sys.executable,
-        "-m",
-        "jupyterlab",
-        "--no-browser",
-        "--ip=127.0.0.1",
-        f"--port={port}",
-        "--ServerApp.port_retries=0",
-        f"--IdentityProvider.token={token}",
-        f"--ServerApp.root_dir={root}",
-        f"--LabApp.user_settings_dir={home / 'settings'}",
-        f"--LabApp.workspaces_dir={home / 'workspaces'}",
-    ]
-    if hasattr(os, "getuid") and os.getuid() == 0:
-        command.append("--allow-root")
-    log = open(home / "server.log", "w")
-    server = subprocess.Popen(command, cwd=home, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2):
-                    break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"JupyterLab did not start:\n{(home / 'server.log').read_text()[-2000:]}"
-                    ) from None
-                time.sleep(0.5)
-        yield {"url": url, "token": token, "home": home}
-    finally:
-        try:  # the server stops its kernels and exits
-            request = urllib.request.Request(
-                f"{url}/api/shutdown", method="POST", headers={"Authorization": f"token {token}"}
-            )
-            urllib.request.urlopen(request, timeout=10).close()
-            server.wait(timeout=20)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-        if server.poll() is None:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
-        kill_processes_mentioning(str(home))  # any kernel the server left behind
-        log.close()
+    with jupyterlab_page.serve(home, root) as served:
+        yield served
 
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with jupyterlab_page.chromium() as chromium:
+        yield chromium
 
 
 # ---------------------------------------------------------------- reading the page
-
-# "The kernel is idle and nothing is queued": the status bar and every code cell's prompt.
-# Every query looks only inside the notebook on show (other tabs may be open).
-NOTEBOOK = "document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)')"
-
-KERNEL_IDLE = f"""() => {{
-    const status = {NOTEBOOK}?.querySelector('.jp-Notebook-ExecutionIndicator');
-    const queued = [...({NOTEBOOK}?.querySelectorAll('.jp-CodeCell .jp-InputPrompt') ?? [])].some(p => p.textContent.includes('*'));
-    return status != null && status.getAttribute('data-status') === 'idle' && !queued;
-}}"""
-# "Every code cell has run": each shows an execution count.
-ALL_RAN = f"""() => [...{NOTEBOOK}.querySelectorAll('.jp-CodeCell .jp-InputPrompt')].every(p => /\\[\\d+\\]/.test(p.textContent))"""
 
 # A panel: the box around a Run button, its status line and its plot.
 PANELS = f"""() => [...{NOTEBOOK}.querySelectorAll('button.jupyter-button')]
@@ -234,45 +141,6 @@ def _change_a_control(page, box) -> str:
     raise AssertionError("the panel has no slider or dropdown to change")
 
 
-def _kernel_ready(lab, notebook: str) -> bool:
-    """Whether the server has a kernel for ``notebook``, started and idle."""
-    with urllib.request.urlopen(f"{lab['url']}/api/sessions?token={lab['token']}", timeout=5) as response:
-        sessions = json.load(response)
-    return any(
-        s.get("path", "").endswith(notebook) and (s.get("kernel") or {}).get("execution_state") == "idle"
-        for s in sessions
-    )
-
-
-# A cell's error: JupyterLab shows a traceback as stderr text, so it is told from a warning by its words.
-ERRORS = f"""() => [...({NOTEBOOK}?.querySelectorAll('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]') ?? [])]
-    .map(e => e.textContent)
-    .filter(t => /Traceback \\(most recent call last\\)|^\\s*\\w+(Error|Exception)\\b/m.test(t))
-    .map(t => t.slice(0, 500))"""
-
-
-def _until(page, condition, *, timeout_s: float, what: str) -> None:
-    """Wait for ``condition()``; fail at once, saying why, if JupyterLab opens a dialog or a cell fails
-    (Run All stops at a failing cell, so the rest would never run)."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        dialog = page.locator(".jp-Dialog")
-        if dialog.count():
-            raise AssertionError(
-                f"JupyterLab opened a dialog while waiting for {what}: {dialog.first.text_content()!r}"
-            )
-        errors = page.evaluate(ERRORS)
-        if errors:
-            raise AssertionError(f"a cell failed while waiting for {what}:\n" + "\n".join(errors))
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s:g} s waiting for {what}")
-        page.wait_for_timeout(250)
-
-
-def _is_local(url: str, lab) -> bool:
-    return url.startswith(lab["url"]) or url.startswith(lab["url"].replace("http", "ws"))
-
-
 def _plain(text: str) -> str:
     """Text as the page shows it: no backticks, one space between words."""
     return " ".join(text.replace("`", "").split())
@@ -309,37 +177,9 @@ def _quiz_as_written(lesson) -> list[dict[str, str]]:
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
 def test_a_lesson_runs_and_its_panels_and_quiz_work_in_the_browser(lab, browser, lesson, tmp_path):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
     # Only the local JupyterLab may be reached; anything else (the Colab badge image) is refused.
-    external: list[str] = []
-
-    def route(route_):
-        if _is_local(route_.request.url, lab):
-            route_.continue_()
-        else:
-            external.append(route_.request.url)
-            route_.abort()
-
-    context.route("**/*", route)
-    page = context.new_page()
-    console_errors, page_errors = [], []
-    page.on(
-        "console", lambda m: console_errors.append((m.text, m.location.get("url", ""))) if m.type == "error" else None
-    )
-    page.on("pageerror", lambda error: page_errors.append(str(error)))
-    try:
-        page.goto(f"{lab['url']}/lab/tree/{lesson.name}?reset&token={lab['token']}")  # reset: no other tabs
-        page.wait_for_selector(".jp-Notebook", timeout=90_000)
-        _until(
-            page,
-            lambda: _kernel_ready(lab, lesson.name) and page.evaluate(KERNEL_IDLE),
-            timeout_s=90,
-            what="the notebook's kernel",
-        )
-        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-        page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
-        _until(page, lambda: page.evaluate(ALL_RAN), timeout_s=240, what="every cell to run")
-        _until(page, lambda: page.evaluate(KERNEL_IDLE), timeout_s=60, what="the kernel to be idle")
+    with jupyterlab_page.visit(browser, lab, tmp_path / f"{lesson.stem}.png") as (page, seen):
+        jupyterlab_page.open_and_run_all(page, lab, lesson.name)
 
         # No cell shows an error, and every widget rendered as a widget.
         notebook = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
@@ -415,16 +255,10 @@ def test_a_lesson_runs_and_its_panels_and_quiz_work_in_the_browser(lab, browser,
             )
 
         # The console: no error from JupyterLab, the widgets or gpulab; refused external resources are noted.
-        ours = [(text, url) for text, url in console_errors if not url or _is_local(url, lab)]
-        assert not ours and not page_errors, f"{lesson.name}: browser errors {ours} {page_errors}"
-        if external:
+        errors = jupyterlab_page.browser_errors(seen, lab)
+        assert not errors, f"{lesson.name}: browser errors {errors}"
+        if external := seen["external"]:
             print(f"{lesson.name}: refused {len(external)} request(s) that need the internet: {sorted(set(external))}")
-    except Exception:
-        page.screenshot(path=str(tmp_path / f"{lesson.stem}.png"), full_page=True)
-        print(f"the page as it was: {tmp_path / f'{lesson.stem}.png'}")
-        raise
-    finally:
-        context.close()
 
 
 # A hints widget: the box around a button that offers a hint, and the text above it.
@@ -446,20 +280,12 @@ def test_an_exercise_s_hints_are_revealed_one_click_at_a_time_in_the_browser(lab
     written = _hints_as_written(HINTED)
     assert len(written) == 3, f"{HINTED.name}'s first exercise should have three hints to click through: {written}"
     notebook_path = f"exercises/{HINTED.name}"
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    context.route("**/*", lambda route_: route_.continue_() if _is_local(route_.request.url, lab) else route_.abort())
-    page = context.new_page()
-    console_errors, page_errors = [], []
-    page.on(
-        "console", lambda m: console_errors.append((m.text, m.location.get("url", ""))) if m.type == "error" else None
-    )
-    page.on("pageerror", lambda error: page_errors.append(str(error)))
-    try:
+    with jupyterlab_page.visit(browser, lab, tmp_path / "hints.png") as (page, seen):
         page.goto(f"{lab['url']}/lab/tree/{notebook_path}?reset&token={lab['token']}")
         page.wait_for_selector(".jp-Notebook", timeout=90_000)
         _until(
             page,
-            lambda: _kernel_ready(lab, notebook_path) and page.evaluate(KERNEL_IDLE),
+            lambda: jupyterlab_page.kernel_ready(lab, notebook_path) and page.evaluate(KERNEL_IDLE),
             timeout_s=90,
             what="the notebook's kernel",
         )
@@ -494,11 +320,6 @@ def test_an_exercise_s_hints_are_revealed_one_click_at_a_time_in_the_browser(lab
         assert _plain(button.text_content()) == f"All {len(written)} hints shown" and not button.is_enabled()
 
         assert not page.evaluate(ERRORS), "cells show errors:\n" + "\n".join(page.evaluate(ERRORS))
-        ours = [(text, url) for text, url in console_errors if not url or _is_local(url, lab)]
-        assert not ours and not page_errors, f"browser errors {ours} {page_errors}"
-    except Exception:
-        page.screenshot(path=str(tmp_path / "hints.png"), full_page=True)
-        print(f"the page as it was: {tmp_path / 'hints.png'}")
-        raise
-    finally:
-        context.close()
+        assert not jupyterlab_page.browser_errors(seen, lab), (
+            f"browser errors {jupyterlab_page.browser_errors(seen, lab)}"
+        )
