@@ -1,5 +1,9 @@
 # make lab      — set up .venv if needed and start JupyterLab on the lessons
 #                 (GPULAB_SIMULATE=t4 make lab: the same on a simulated T4; 4xh100 for a node of four H100s)
+# make lecture LESSON=02 — JupyterLab on lesson 02, to present it: run all cells, then the notebook toolbar's
+#                 deck button (or Start Deck in the command palette); Space goes on (cell by cell, slide by slide),
+#                 Shift+Space back, Esc stops; every panel stays live (slides from gpulab slides, drawn by
+#                 jupyterlab-slideshow); after a click in a panel, the arrows at the bottom right move on
 # make check    — the quick loop (under 5 minutes): ruff, the unit tests (tests/unit mirrors src/gpulab) and
 #                 the hygiene tests (tests/hygiene), in .venv
 # make test     — set up .venv and .venv-colab (Colab's stack, where a Python 3.13 is) if needed, and run every test
@@ -25,7 +29,7 @@ ifeq ($(shell id -u 2>/dev/null),0)
   LAB_FLAGS += --allow-root
 endif
 
-.PHONY: lab colab-venv venvs check lint test test-colab test-simulated test-versions test-gpu site clean
+.PHONY: lab lecture colab-venv venvs check lint test test-colab test-simulated test-versions test-gpu site clean
 
 # A venv is rebuilt from its stamp's prerequisites: change pyproject.toml or a constraints
 # file and the next make brings it up to date; otherwise it is reused as it is.
@@ -57,6 +61,15 @@ colab-venv:
 
 lab: $(VENV)/.installed
 	$(VENV)/bin/jupyter lab $(LAB_FLAGS) notebooks
+
+# LESSON is a lesson's number (02) or its file's stem (02_copying); JupyterLab serves notebooks/ with it open.
+lecture: $(VENV)/.installed
+	@lesson="$$(ls notebooks/$(LESSON)*.ipynb 2>/dev/null)"; \
+	if [ -z "$(LESSON)" ] || [ "$$(printf '%s\n' $$lesson | grep -c .)" != 1 ]; then \
+		echo "make lecture LESSON=NN: NN is one lesson in notebooks/ ($$(cd notebooks && ls [0-9]*.ipynb | cut -c1-2 | tr '\n' ' '))"; exit 2; \
+	fi; \
+	echo "$$lesson: Run > Run All Cells, then the deck button in the notebook's toolbar; Space goes on, Esc stops"; \
+	$(VENV)/bin/jupyter lab $(LAB_FLAGS) "$$lesson"
 
 # Both environments are built side by side: most of the time is downloading and unpacking wheels.
 venvs:

@@ -41,6 +41,7 @@ _LAZY_MODULES = {
     "quiz",
     "reference",
     "simulated",
+    "slides",
     "tables",
     "timing",
     "units",

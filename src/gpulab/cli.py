@@ -35,6 +35,22 @@ def _headers(args: argparse.Namespace) -> int:
     return 0
 
 
+def _slides(args: argparse.Namespace) -> int:
+    from . import slides
+
+    changed, problems = slides.sync_slides(Path(args.root), check=args.check)
+    for relative, found in problems.items():
+        for problem in found:
+            print(f"{relative}: {problem}")
+    if args.check:
+        for relative in changed:
+            print(f"{relative}: its slides differ from what `gpulab slides` generates (run it)")
+        return 1 if changed or problems else 0
+    for relative in changed:
+        print(f"rewrote {relative}")
+    return 1 if problems else 0
+
+
 def _assign(args: argparse.Namespace) -> int:
     from . import grading
 
@@ -180,6 +196,19 @@ def build_parser() -> argparse.ArgumentParser:
     headers.add_argument("--root", default=".", help="the course checkout (default: current directory)")
     headers.add_argument("--check", action="store_true", help="only report notebooks whose header differs")
     headers.set_defaults(handler=_headers)
+
+    slides = commands.add_parser(
+        "slides",
+        help="regenerate every lesson's slide boundaries for lecture mode (make lecture LESSON=02)",
+        description="Write each lesson's slideshow metadata from its structure: the title, one slide per "
+        "## section, each experiment panel and each quiz question on a slide of its own (a section that "
+        "starts mid-cell is split into a cell of its own). Also says what only the lesson can change.",
+    )
+    slides.add_argument("--root", default=".", help="the course checkout (default: current directory)")
+    slides.add_argument(
+        "--check", action="store_true", help="only report lessons whose slides differ, or that have problems"
+    )
+    slides.set_defaults(handler=_slides)
 
     assign = commands.add_parser("assign", help="write exercises/ from solutions/ (solutions removed)")
     assign.add_argument("--root", default=".", help="the course checkout (default: current directory)")

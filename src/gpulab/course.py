@@ -178,15 +178,18 @@ def sync_headers(root: Path, check: bool = False) -> list[str]:
                 and cells[1]["cell_type"] == "code"
                 and "google.colab" in cell_source(cells[1])
             )
+            # The cells' metadata is kept (a lesson's slide types, from `gpulab slides`).
+            metadata = [{}, {}]
             if looks_like_header:
+                metadata = [cells[0].get("metadata", {}), cells[1].get("metadata", {})]
                 del cells[:2]
             cells[:0] = [
-                {"cell_type": "markdown", "id": "header-title", "metadata": {}, "source": _lines(title)},
+                {"cell_type": "markdown", "id": "header-title", "metadata": metadata[0], "source": _lines(title)},
                 {
                     "cell_type": "code",
                     "execution_count": None,
                     "id": "header-setup",
-                    "metadata": {},
+                    "metadata": metadata[1],
                     "outputs": [],
                     "source": _lines(setup),
                 },

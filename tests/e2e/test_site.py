@@ -5,7 +5,8 @@ The site is built once for the module, from this work tree, into a scratch folde
 served from 127.0.0.1, with every request to another host refused and recorded, and read: it loads with no
 console error and no failed request, its internal links and images resolve, every image has a text alternative
 that says something, its quizzes answer every pick with that choice's own explanation, its exercises' hints open
-one at a time, its Colab link names the release the notebooks install, and search finds a lesson. Without
+one at a time, its Colab link names the release the notebooks install, search finds a lesson, and each
+lesson's static slide deck shows the plan's slides, its figures, and its quiz one question to a slide. Without
 Chromium or playwright the tests are skipped, saying why; with GPULAB_REQUIRE_BROWSER=1 (CI sets it) that skip
 is a failure.
 """
@@ -24,7 +25,7 @@ from pathlib import Path
 import pytest
 
 import gpulab
-from gpulab import course
+from gpulab import course, slides
 
 from conftest import CHROMIUM, CHROMIUM_FLAGS, ROOT, chromium_missing
 
@@ -283,6 +284,46 @@ def test_the_index_says_what_each_lesson_teaches_and_how_long_it_takes(reader, s
         )
     assert page.locator("article a[href$='guide/index.html']").count() >= 1
     assert page.locator("article a[href$='notebooks/01_devices.html']").count() >= 1
+    for stem in course.LESSONS:  # and each lesson's slides, which its own page links to as well
+        assert page.locator(f"article a[href$='slides/{stem}.slides.html']").count() == 1, stem
+
+
+@pytest.mark.parametrize("stem", list(course.LESSONS))
+def test_each_lesson_s_slides_are_a_deck_that_works_offline_with_its_figures_and_quiz(reader, served, stem):
+    plan = slides.plan(course.read_notebook(ROOT / "notebooks" / f"{stem}.ipynb"))
+    page, seen = visit(reader, served, f"slides/{stem}.slides.html")
+    page.wait_for_function("() => window.Reveal?.isReady()", timeout=30_000)
+    assert page.evaluate("Reveal.getTotalSlides()") == len(plan), f"{stem}: the deck's slides are not the plan's"
+    written = _written(stem, "Quiz").questions
+    kinds, asked = [], 0
+    while True:
+        slide = page.locator(".reveal .slides section.present:not(.stack)")
+        panels, questions = slide.locator(".gpulab-panel"), slide.locator(".gpulab-question")
+        kinds.append("panel" if panels.count() else "question" if questions.count() else "other")
+        if panels.count():  # the panel's figure, at its defaults, with what it shows in words
+            image = panels.first.locator("img.gpulab-figure")
+            assert image.evaluate("i => i.naturalWidth") > 0 and len(image.get_attribute("alt")) > 80
+            assert "✓ done in" in panels.first.locator(".gpulab-status").inner_text()
+        if questions.count():  # one question; a pick on its slide shows that choice's own explanation
+            assert questions.count() == 1, f"{stem}: a slide shows {questions.count()} questions"
+            question, label = written[asked], questions.first.locator("label").last
+            label.click()
+            why = {_plain(choice.text): _plain(choice.why) for choice in question.choices}
+            shown = _plain(questions.first.locator(".gpulab-verdict:visible").inner_text())
+            assert shown.split(".", 1)[1].strip() == why[_plain(label.inner_text())], (stem, asked + 1, shown)
+            asked += 1
+        if page.evaluate("Reveal.isLastSlide()"):
+            break
+        where = page.evaluate("JSON.stringify(Reveal.getIndices())")
+        page.keyboard.press("Space")  # as a lecturer goes on: the next slide, below or to the right
+        page.wait_for_function("was => JSON.stringify(Reveal.getIndices()) !== was", arg=where, timeout=10_000)
+        assert len(kinds) < len(plan) + 1, f"{stem}: Space went past the plan's slides"
+    assert len(kinds) == len(plan)
+    assert [kind for kind in kinds if kind != "other"] == [
+        slide.kind for slide in plan if slide.kind in ("panel", "question")
+    ], f"{stem}: the deck's panels and questions are not on the slides the plan gives them"
+    assert asked == len(written)
+    assert not seen["errors"] and not seen["elsewhere"] and not seen["failed"], seen
 
 
 def test_search_finds_a_lesson(reader, served):

@@ -75,11 +75,16 @@ def test_sync_headers_repairs_a_notebook(tmp_path):
     path = tmp_path / "notebooks" / "01_devices.ipynb"
     stale = {
         "cells": [
-            {"cell_type": "markdown", "id": "a", "metadata": {}, "source": ["# Old title"]},
+            {
+                "cell_type": "markdown",
+                "id": "a",
+                "metadata": {"slideshow": {"slide_type": "slide"}},
+                "source": ["# Old title"],
+            },
             {
                 "cell_type": "code",
                 "id": "b",
-                "metadata": {},
+                "metadata": {"slideshow": {"slide_type": "skip"}},
                 "execution_count": None,
                 "outputs": [],
                 "source": ["if 'google.colab' in sys.modules: pass"],
@@ -97,6 +102,11 @@ def test_sync_headers_repairs_a_notebook(tmp_path):
     repaired = json.loads(path.read_text())
     assert course.header_matches(repaired, "notebooks/01_devices.ipynb")
     assert len(repaired["cells"]) == 3 and repaired["cells"][2]["source"] == ["body"]
+    # the header cells keep their metadata: the slide types `gpulab slides` wrote stay
+    assert [cell["metadata"] for cell in repaired["cells"][:2]] == [
+        {"slideshow": {"slide_type": "slide"}},
+        {"slideshow": {"slide_type": "skip"}},
+    ]
     assert course.sync_headers(tmp_path) == []
 
 

@@ -8,7 +8,9 @@
    the notebook as committed, to download; its lesson or its exercises), goes into build/site/source/,
    beside an index of the lessons (what each teaches, what it needs first, its time as the lesson gives it
    and how long its cells ran here) written from the notebooks themselves, and the instructor's guide (guide/).
-3. Sphinx with MyST-NB (tools/site/conf.py) renders them into site/, with Sphinx's own search.
+   Each lesson's slides, with its outputs, become a reveal.js deck (gpulab.slides.static_deck) in slides/.
+3. Sphinx with MyST-NB (tools/site/conf.py) renders them into site/, with Sphinx's own search; the decks go
+   beside its pages.
 
     python tools/site/build.py [--jobs N] [--only 01_devices ...]
 """
@@ -33,7 +35,7 @@ from nbclient.exceptions import CellExecutionError
 from traitlets.config import Config
 
 import gpulab
-from gpulab import course
+from gpulab import course, slides
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -41,6 +43,7 @@ SITE = ROOT / "site"
 WORK = ROOT / "build" / "site"  # the executed notebooks, Sphinx's doctrees and MyST-NB's jupyter_execute/
 
 FOLDERS = {"notebooks": "lesson", "exercises": "exercises"}
+DECKS = "slides"  # site/slides/NN_name.slides.html: each lesson's static slide deck (gpulab.slides.static_deck)
 LEARN = re.compile(r"\*\*In this lesson\*\* you will learn to\s*\n(.*)", re.S)
 # Each lesson says what it needs and how long it takes, in one line: "*You need:* lesson 01. *Time:* about 40 minutes."
 NEEDS = re.compile(r"\*You need:\* (.*?)\s*\*Time:\* (about \d+ minutes)")
@@ -116,6 +119,8 @@ def links(relative: str) -> str:
     other = "exercises" if folder == "notebooks" else "notebooks"
     if (ROOT / other / f"{stem}.ipynb").exists():
         parts.append(f"[{'the exercises' if other == 'exercises' else 'the lesson'}](../{other}/{stem}.ipynb)")
+    if folder == "notebooks":  # the static deck is written beside Sphinx's pages, so a plain link (Sphinx skips it)
+        parts.append(f'<a href="../{DECKS}/{stem}.slides.html">the slides</a>')
     return " · ".join(parts)
 
 
@@ -160,8 +165,13 @@ def index(timings: dict[str, float], notebooks: dict[str, nbformat.NotebookNode]
             learning_goals(notebooks[lesson], lesson),
             "",
         ]
-        if exercises in notebooks:
-            lines += [f"[The exercises]({exercises}) (graded; their checks ran here too, unanswered).", ""]
+        more = (
+            [f"[The exercises]({exercises}) (graded; their checks ran here too, unanswered)."]
+            if exercises in notebooks
+            else []
+        )
+        more.append(f'To present it: <a href="{DECKS}/{stem}.slides.html">its slides</a>, with these outputs.')
+        lines += [" ".join(more), ""]
         toc += [lesson] + ([exercises] if exercises in notebooks else [])
     lines += [
         "## For instructors",
@@ -208,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[{done}/{len(relatives)}] {relative} ran in {timings[relative]:.0f} s", flush=True)
 
     for relative, notebook in notebooks.items():
+        if relative.startswith("notebooks/"):  # its slides, with its outputs, before its title gets the links line
+            slides.static_deck(notebook, work / DECKS, name=Path(relative).stem)
         target = source / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(page(relative, notebook), target)
@@ -226,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
     built = subprocess.run([*sphinx, "-d", str(work / "doctrees"), str(source), str(work / "html")], cwd=ROOT)
     if built.returncode != 0:
         return built.returncode
+    if (work / DECKS).exists():
+        shutil.copytree(work / DECKS, work / "html" / DECKS)
     shutil.rmtree(site, ignore_errors=True)
     shutil.move(work / "html", site)
     (site / ".nojekyll").touch()  # GitHub Pages: serve _static/ and the other folders starting with "_"
