@@ -45,6 +45,7 @@ LESSONS = {
     "05_amp": "Mixed precision",
     "06_multi_gpu": "Several GPUs",
     "07_profiling": "Profiling",
+    "08_sharding": "Sharding: when DDP stops fitting",
 }
 
 FOLDERS = {"notebooks": "", "exercises": " — exercises", "solutions": " — exercises with solutions"}

@@ -1342,3 +1342,100 @@ def slow_loop(result: dict, figure) -> None:
     if _no_accelerator(result) and usable is None:
         plots.note(figure, "no accelerator here · " + _not_drawn(record, result, ("samples", "versions")))
     plots.legend(figure)
+
+
+# ---------------------------------------------------------------- lesson 08
+
+
+@panel("08_collectives", published=("allreduce-8xh200-16mib", "allreduce-8xh200-16gib"))
+def collectives(result: dict, figure) -> None:
+    """All-gather, reduce-scatter and all-reduce time against message size S on the reader's ranks, each with
+    its α + β·S fit, and their bus bandwidths — S/t · (N − 1)/N, and 2(N − 1)/N for all-reduce — beside
+    published all-reduce bus bandwidths of GPUs over NVLink."""
+    record = reference.load(collectives.panel_name)
+    usable, on_cpu = _processes_reference(record, result, ("ranks",))
+    time_ax, bus_ax = figure.subplots(1, 2)
+    plots.series(time_ax, result, x="sizes", y="seconds", reference=usable, scale=1e3, on_reference_cpu=on_cpu)
+    sizes = result["sizes"]
+    for name, fit in result.get("fit", {}).items():
+        time_ax.plot(
+            sizes,
+            [(fit["alpha_s"] + fit["beta_s_per_byte"] * s) * 1e3 for s in sizes],
+            "-.",
+            color=plots.color_of(figure, name),  # a fit: the colour and marker of what it fits, open, dash-dotted
+            marker=plots.marker_of(figure, name),
+            markerfacecolor="none",
+            markevery=max(1, len(sizes) // 8),
+            linewidth=1,
+            gid=f"fit|{name}",
+            label=f"{name} · α + β·S fitted: α = {fit['alpha_s'] * 1e6:,.0f} µs, "
+            f"1/β = {1e-9 / fit['beta_s_per_byte']:.3g} GB/s",
+        )
+    plots.series(bus_ax, result, x="sizes", y="busbw_gbps", reference=usable, on_reference_cpu=on_cpu)
+    _published(bus_ax, collectives, "GB/s")
+    _processes_note(figure, result, record)
+    n = result["ranks"]
+    time_ax.set_title(f"time, {n} ranks ({_where(result)})", fontsize=9)
+    bus_ax.set_title("bus bandwidth: S/t · (N − 1)/N, all-reduce 2(N − 1)/N", fontsize=9)
+    for ax, ylabel in ((time_ax, "ms per collective"), (bus_ax, "GB/s")):
+        _finish(ax, "message size S (the whole tensor)", ylabel, x="bytes")
+        ticks = sizes[::-2][::-1] if len(sizes) > 4 else sizes  # ×16 apart: readable
+        ax.set_xticks(ticks, [units.format_bytes(size) for size in ticks])
+    plots.legend(figure)
+
+
+@panel("08_sharding")
+def sharding(result: dict, figure) -> None:
+    """Per rank, what training keeps between steps (parameters, gradients, Adam's state) against the number of
+    ranks, for DDP and FSDP2, beside 16 bytes per parameter over N; and the step time of each."""
+    record = reference.load(sharding.panel_name)
+    keys = ("width", "depth")
+    usable, on_cpu = _processes_reference(record, result, keys)
+
+    def totals(res: dict) -> dict:
+        shown = {s: [sum(kept.values()) for kept in per_n] for s, per_n in res["state_bytes"].items()}
+        return dict(res, state_total=shown)
+
+    memory_ax, time_ax = figure.subplots(1, 2)
+    ranks = result["ranks"]
+    ideal = [16 * result["parameters"] / n / 2**20 for n in ranks]
+    memory_ax.plot(
+        ranks, ideal, ":", color=plots.MARK_COLOR, linewidth=1, gid="mark|ideal", label="16 B × parameters / N"
+    )
+    theirs = dict(usable, result=totals(usable["result"])) if usable else None
+    colors = {"DDP": _O["orange"], "FSDP": _O["bluish green"]}
+    plots.series(
+        memory_ax,
+        totals(result),
+        x="ranks",
+        y="state_total",
+        scale=1 / 2**20,
+        reference=theirs,
+        on_reference_cpu=on_cpu,
+        colors=colors,
+        label=lambda name: f"{name}: parameters, gradients, Adam",
+    )
+    plots.series(
+        time_ax,
+        result,
+        x="ranks",
+        y="step_s",
+        scale=1e3,
+        reference=usable,
+        on_reference_cpu=on_cpu,
+        colors=colors,
+        label=lambda name: f"{name} step",
+    )
+    _processes_note(figure, result, record)
+    memory_ax.set_title(
+        f"{result['parameters']:,} parameters: {result['depth']} blocks of width {result['width']}", fontsize=9
+    )
+    time_ax.set_title(f"step time ({_where(result)})", fontsize=9)
+    for ax, ylabel in ((memory_ax, "MiB per rank, kept between steps"), (time_ax, "ms per step, slowest rank")):
+        ax.set_xticks(ranks)
+        ax.set_xlim(0.8, ranks[-1] + 0.2)
+        ax.set_xlabel("ranks N")
+        ax.set_ylabel(ylabel)
+        ax.set_ylim(0, None)
+        ax.grid(True, which="major", alpha=0.3)
+    plots.legend(figure)
