@@ -32,6 +32,7 @@ __all__ = [
     "bandwidth",
     "batch_memory",
     "checkpointing",
+    "collectives",
     "cuda_snapshot",
     "cudnn_steps",
     "ddp_gradients",
@@ -46,6 +47,7 @@ __all__ = [
     "profile_step",
     "roofline",
     "sawtooth",
+    "sharding",
     "slow_loop",
     "sync",
     "throughput",
@@ -1413,7 +1415,6 @@ def sharding(result: dict, figure) -> None:
         reference=theirs,
         on_reference_cpu=on_cpu,
         colors=colors,
-        label=lambda name: f"{name}: parameters, gradients, Adam",
     )
     plots.series(
         time_ax,
@@ -1424,11 +1425,12 @@ def sharding(result: dict, figure) -> None:
         reference=usable,
         on_reference_cpu=on_cpu,
         colors=colors,
-        label=lambda name: f"{name} step",
     )
     _processes_note(figure, result, record)
     memory_ax.set_title(
-        f"{result['parameters']:,} parameters: {result['depth']} blocks of width {result['width']}", fontsize=9
+        f"parameters, gradients, Adam: {result['parameters']:,} parameters in {result['depth']} blocks of "
+        f"width {result['width']}",
+        fontsize=9,
     )
     time_ax.set_title(f"step time ({_where(result)})", fontsize=9)
     for ax, ylabel in ((memory_ax, "MiB per rank, kept between steps"), (time_ax, "ms per step, slowest rank")):

@@ -176,9 +176,33 @@ def cases():
         ]
     for name in ("06_allreduce",):
         found += [(name, "on 4 GPUs, nothing recorded", on_more_gpus(reference.load(name)["result"]), False)]
-    for name, results in RESULTS.items():
+    for name, results in (RESULTS | UNRECORDED).items():
         found += [(name, f"RESULTS[{i}], nothing recorded", result, False) for i, result in enumerate(results)]
     return found
+
+
+def sharding_result(device: str, backend: str, peaks: bool) -> dict:
+    """A sharding sweep over 4 ranks as lesson 08's panel gives it (made up from a 2-core machine's run)."""
+    per_rank = [
+        {"parameters": 16834600 // n, "gradients": 16834600 // n, "optimizer state": 33669200 // n}
+        for n in (1, 2, 3, 4)
+    ]
+    return {
+        "ranks": [1, 2, 3, 4],
+        "state_bytes": {"DDP": [per_rank[0]] * 4, "FSDP": per_rank},
+        "peak_bytes": {s: [8e7, 9e7, 9e7, 9e7] if peaks else [None] * 4 for s in ("DDP", "FSDP")},
+        "step_s": {"DDP": [0.21, 0.18, 0.2, 0.22], "FSDP": [0.28, 0.46, 0.5, 0.55]},
+        "loss": {"DDP": [0.0255, 0.0491, 0.05, 0.051], "FSDP": [0.0255, 0.0491, 0.05, 0.051]},
+        "width": 1024,
+        "depth": 4,
+        "parameters": 4208650,
+        "backend": backend,
+        "device": device,
+    }
+
+
+# Panels with no GPU record yet, drawn with results shaped as a reader's.
+UNRECORDED = {"08_sharding": [sharding_result("cpu", "gloo", False), sharding_result("cuda:0", "nccl", True)]}
 
 
 CASES = {f"{name}, {which}": (name, result, recorded) for name, which, result, recorded in cases()}

@@ -259,6 +259,25 @@ ALLREDUCE = {
     "fit": {},
 }
 
+COLLECTIVES = {
+    "sizes": [4096, 65536, 1048576, 4194304],
+    "seconds": {
+        "all-gather": [2e-4, 1.2e-3, 1.5e-3, 1e-2],
+        "reduce-scatter": [3e-4, 2e-3, 2.2e-3, 1.9e-2],
+        "all-reduce": [2.6e-4, 1.2e-3, 4.8e-3, 4.6e-3],
+    },
+    "busbw_gbps": {
+        "all-gather": [0.01, 0.03, 0.35, 0.2],
+        "reduce-scatter": [0.007, 0.016, 0.24, 0.11],
+        "all-reduce": [0.016, 0.055, 0.22, 0.9],
+    },
+    "fit": {
+        "all-gather": {"alpha_s": 2e-4, "beta_s_per_byte": 2e-9},
+        "all-reduce": {"alpha_s": 2.5e-4, "beta_s_per_byte": 1e-9},
+    },
+    "ranks": 2,
+}
+
 # Each panel that draws published figures, with results shaped as a CPU-only reader's and a GPU
 # reader's would be (made up), in every dtype that selects what is drawn.
 RESULTS = {
@@ -308,6 +327,10 @@ RESULTS = {
         },
     ],
     "06_allreduce": [dict(ALLREDUCE, backend="gloo", device="cpu"), dict(ALLREDUCE, backend="nccl", device="cuda:0")],
+    "08_collectives": [
+        dict(COLLECTIVES, backend="gloo", device="cpu"),
+        dict(COLLECTIVES, backend="nccl", device="cuda:0"),
+    ],
 }
 
 
