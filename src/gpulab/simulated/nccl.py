@@ -12,6 +12,10 @@ What is simulated, through PyTorch's own ``distributed_c10d`` code (``init_proce
   ``__torch_dispatch__`` as a ``c10d`` operation; :func:`_collective` runs the operation's CUDA
   kernel (which asks the group for its CUDA backend, so gloo) on the CPU tensors holding the
   values, in place, and hands back the CUDA tensors, also in the Work's future (DDP reads it);
+- ``_c10d_functional`` collectives (DTensor, ``funcol``, FSDP2's ``full_tensor``, gradient clipping,
+  full state dicts): :func:`_functional` runs their kernel on the CUDA tensors, whose collective
+  then comes to :func:`_collective`; FSDP2's own all-gathers and reduce-scatters are ``c10d``
+  operations;
 - NCCL's refusals: a CPU tensor on an nccl-only group reaches the CPU kernel and gets PyTorch's
   own error; two ranks on one GPU get NCCL's "Duplicate GPU detected" as a ``DistBackendError``
   at their first collective, or at ``init_process_group`` with ``device_id`` (communicator
@@ -22,8 +26,7 @@ its asynchronous error handling, watchdog and flight recorder (a collective ends
 returns, and a peer that died raises gloo's error there); CUDA streams (the work runs on
 gloo's threads); speed and bandwidth; ``ncclCommSplit`` (a new group makes new connections, and a
 rank outside it does nothing);
-several nodes; ``_c10d_functional`` collectives (DTensor, FSDP2), which do not pass through here;
-``torch.cuda.nccl``'s single-process collectives. Once ``init_process_group`` has returned,
+several nodes; ``torch.cuda.nccl``'s single-process collectives. Once ``init_process_group`` has returned,
 ``group._get_backend(cuda)`` answers with the gloo object itself (named "gloo"), not the stand-in.
 """
 
@@ -220,6 +223,10 @@ def _collective(op, node, *args, **kwargs):
     # here gloo, which works in place on the CPU tensors it is given: those holding the values.
     out = op.redispatch(_CUDA_KEYS, *tree_map(unwrap, args), **tree_map(unwrap, kwargs))
     results = out if isinstance(out, tuple) else (out,)
+    if isinstance(out, torch.ScriptObject) and op not in _POINT_TO_POINT:
+        # A Work alone (the coalesced collectives, which _c10d_functional's kernels call): finished here too,
+        # or gloo's threads would still be writing the outputs when the caller reads them.
+        c10d.Work.unbox(out).wait()
     if len(results) == 2 and not isinstance(results[1], torch.Tensor) and results[1] is not None:
         # (tensors, Work): the Work's future gives the CUDA tensors, as ProcessGroupNCCL's does
         # (DDP's reducer makes its gradients from that value).
@@ -252,6 +259,51 @@ def _collective_ops() -> dict:
     return handlers
 
 
+def _functional(op, node, *args, **kwargs):
+    """A ``_c10d_functional`` operation (DTensor, ``funcol``) on simulated CUDA tensors.
+
+    Its kernel (torch/csrc/distributed/c10d/Functional.cpp, registered for CompositeExplicitAutograd)
+    allocates the outputs like its inputs, calls the group's collective as a ``c10d`` operation and
+    registers the Work under each output for ``wait_tensor``. Run for the CUDA key on the simulated
+    tensors themselves, it makes its outputs on the simulated GPU and its collective reaches
+    :func:`_collective`; run on the host tensors (as other operations are), it would ask the group
+    for a CPU backend, which an nccl group lacks ("No backend type associated with device type cpu").
+
+    The collective has finished when :func:`_collective` returns, so its Work is taken out of the
+    registry at once (``wait_tensor`` on the outputs). The registry knows a tensor by its storage, and
+    a view of a simulated tensor has a storage of its own: DTensor waits on views
+    (``AsyncCollectiveTensor``), which would find nothing and leave every Work in the registry.
+    """
+    out = op.redispatch(_CUDA_KEYS, *args, **kwargs)
+    if op not in _FUNCTIONAL_POINT_TO_POINT and op is not _WAIT_TENSOR:
+        for tensor in tree_flatten(out)[0]:
+            if isinstance(tensor, torch.Tensor):
+                _WAIT_TENSOR.redispatch(_CUDA_KEYS, tensor)
+    return out
+
+
+_WAIT_TENSOR = torch.ops._c10d_functional.wait_tensor.default
+# Their Work is waited on by the caller's wait_tensor: a receive finishes when its sender has sent.
+_FUNCTIONAL_POINT_TO_POINT = {
+    getattr(getattr(torch.ops._c10d_functional, name), overload)
+    for name in ("isend", "irecv", "batch_p2p_ops")
+    if hasattr(torch.ops._c10d_functional, name)
+    for overload in getattr(torch.ops._c10d_functional, name).overloads()
+}
+
+
+def _functional_ops() -> dict:
+    """``{OpOverload: handler}`` for every ``_c10d_functional`` operation."""
+    handlers = {}
+    for name in torch._C._dispatch_get_all_op_names():
+        if name.startswith("_c10d_functional::"):
+            packet = getattr(torch.ops._c10d_functional, name.split("::", 1)[1])
+            for overload in packet.overloads():
+                op = getattr(packet, overload)
+                handlers[op] = functools.partial(_functional, op)
+    return handlers
+
+
 def patches() -> list:
     """``(object, attribute, value)`` that ``install.finish`` sets (and ``install.stop`` restores)."""
     from . import tensors
@@ -266,5 +318,5 @@ def patches() -> list:
         # torch/csrc/cuda/python_nccl.cpp: the version as major << 32 | minor << 16 | patch
         (torch._C, "_nccl_version", lambda: version),
         (torch._C, "_nccl_version_suffix", lambda: b""),
-        (tensors, "_SPECIAL", {**tensors._SPECIAL, **_collective_ops()}),
+        (tensors, "_SPECIAL", {**tensors._SPECIAL, **_collective_ops(), **_functional_ops()}),
     ] + ([(c10d, "_get_split_source", _get_split_source)] if _real_get_split_source is not None else [])

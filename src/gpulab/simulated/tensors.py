@@ -70,13 +70,66 @@ class Block:
         as the values are on the host (in ``_inner``).
         """
         if getattr(self, "_storage", None) is None:
-            self._storage = torch._C._construct_storage_from_data_pointer(self.address, device, self.nbytes)
+            storage = torch._C._construct_storage_from_data_pointer(self.address, device, self.nbytes)
+            storage.__class__ = _BlockStorage
+            storage._gpulab_block = weakref.ref(self)
+            self._storage = storage
         return self._storage
+
+    def resize(self, nbytes: int) -> None:
+        """``storage.resize_(nbytes)``: CUDA's ``resize_bytes_cuda`` (aten/src/ATen/native/cuda/Resize.cpp).
+
+        It takes a new allocation of ``nbytes`` from the caching allocator (none for 0 bytes: a null
+        pointer), copies what fits, and frees the old one. FSDP2 frees its all-gather buffers so
+        (``resize_(0)`` after a block's forward and backward) and takes them again before the next
+        all-gather. The values stay on the host (in ``_inner``): after ``resize_(0)`` a tensor on the
+        block reads its old values, where a GPU's would be gone.
+        """
+        with _free_lock:
+            while _pending_frees:
+                allocator, allocation = _pending_frees.pop()
+                allocator.free(allocation)
+            new = self.allocator.malloc(nbytes)  # raises OutOfMemoryError, the old allocation kept
+            old, self.allocation, self.nbytes = self.allocation, new, nbytes
+            if old is not None:
+                self.allocator.free(old)
 
     def __del__(self):
         allocation, self.allocation = self.allocation, None
         if allocation is not None:
             _release(self.allocator, allocation)
+
+
+class _BlockStorage(torch.UntypedStorage):
+    """The storage of a tensor on a simulated GPU: sizes and ``resize_`` follow its :class:`Block`.
+
+    A CPU build refuses ``resize_`` on a storage whose device is CUDA ("built without USE_CUDA",
+    torch/csrc/StorageMethods.cpp, THPStorage_resize_); here it frees or takes the block's memory.
+    """
+
+    def _block(self) -> Block | None:
+        return self.__dict__["_gpulab_block"]()  # None once the last tensor on the block is gone
+
+    def nbytes(self) -> int:
+        block = self._block()
+        return torch._C.StorageBase.nbytes(self) if block is None else block.nbytes
+
+    def size(self) -> int:
+        return self.nbytes()
+
+    def __len__(self) -> int:
+        return self.nbytes()
+
+    def data_ptr(self) -> int:
+        block = self._block()
+        return torch._C.StorageBase.data_ptr(self) if block is None else block.address
+
+    def resize_(self, size: int):
+        block = self._block()
+        if block is None:
+            raise RuntimeError("the simulated GPU tensors on this storage are gone: it cannot be resized")
+        block.resize(int(size))
+        return self
 
 
 _pending_frees: list = []

@@ -110,7 +110,7 @@ CLAIMS = [
     Claim("GPT-2 XL | 1.5 billion | 24 GB | fits", _gpt2_xl_fits),
     Claim("does not fit: 14 H100s' memory", _fourteen_h100s),
     Claim(
-        "On eight H100 SXMs (80 GB each) every stage fits, and ZeRO-3 leaves the most room for activations.",
+        "On eight H100 SXMs (80 GB each) every ZeRO stage fits where DDP does not, and ZeRO-3 leaves the most room",
         _zero_stages_on_eight_h100s,
     ),
     Claim("Adam's two moments, exp_avg and exp_avg_sq, each one float32 per parameter.", _adam_two_float32_moments),
@@ -120,7 +120,7 @@ CLAIMS = [
         _one_gpu_ran_gloo,
     ),
     Claim(
-        "Over gloo, every byte is also CPU work on the cores that compute, and the figures are a few GB/s",
+        "Every byte over gloo is also CPU work, on the cores that compute: a few GB/s at most",
         _gloo_a_few_gbps,
     ),
 ]
@@ -143,15 +143,14 @@ UNSHOWN = [
         _NO_RECORD + ": section 1's cell did not run on a GPU",
     ),
     Unshown(
-        "On a GPU the allocator's figure after the step is a little larger: it rounds each block up (lesson 04).",
-        _NO_RECORD + ". The probe's Adam step (records.probe, lesson 04's claims) does not bear it out as worded: "
-        "the allocator rounds blocks up to 512 bytes, but memory_allocated() also counts the batch and cuBLAS's "
-        "two workspaces (65 MiB on the H100, torch 2.11), which this cell's first matmuls would allocate after "
-        "`before` was read",
+        "On a GPU the allocator holds more than the tensors the count adds up: the batch, the workspaces cuBLAS "
+        "takes at its first matrix multiplications, and each block rounded up (lesson 04).",
+        _NO_RECORD + "; lesson 04's claims and the probe (records.probe) show the H100's allocator holding cuBLAS's "
+        "two workspaces (65 MiB, torch 2.11) and rounding blocks up to 512 bytes, for another cell",
     ),
     Unshown(
-        "(gradients and Adam's state; the parameters were there before)",
-        _NO_RECORD + "; the same cell: its allocator figure also holds the batch and cuBLAS's workspaces (see above)",
+        "of the batch, cuBLAS's workspaces and rounding",
+        _NO_RECORD + ": the line the same cell prints on a GPU",
     ),
     Unshown(
         "24 GB | fits | does not fit",
@@ -171,7 +170,7 @@ UNSHOWN = [
         "rough figures for the panel's time estimate, not a measurement; " + _ONE_GPU,
     ),
     Unshown(
-        "NCCL between GPUs over NVLink reaches hundreds.",
+        "where NCCL over NVLink reaches hundreds (the long-dashed lines: published all-reduce figures of 8 H200s)",
         "published all-reduce bus bandwidths of 8 H200 SXM GPUs over NVLink (gpulab.reference.PUBLISHED, "
         "allreduce-8xh200-16mib and -16gib: 219.89 and 482.26 GB/s), which the panel draws, labelled; " + _ONE_GPU,
     ),
@@ -180,9 +179,16 @@ UNSHOWN = [
         "the T4's data sheet (16 GB, gpulab.reference.KNOWN_GPUS) and the lesson's arithmetic; no T4 was recorded",
     ),
     Unshown(
-        "on CUDA GPUs also the allocator's peak, which includes the activations and the block being all-gathered",
+        "on CUDA GPUs the line under the figure also gives each strategy's peak from the allocator, which includes "
+        "the activations and the blocks being all-gathered.",
         _ONE_GPU,
     ),
+    Unshown(
+        "where the backend runs rings, as NCCL does on GPUs, the three climb towards the same level, and an "
+        "all-gather plus a reduce-scatter take as long as an all-reduce.",
+        _ONE_GPU + "; the ring's factors are nccl-tests' doc/PERFORMANCE.md",
+    ),
+    Unshown("on GPUs the next block's all-gather overlaps the current block's compute", _ONE_GPU),
     Unshown(
         "on GPUs with NVLink, FSDP overlaps the next block's all-gather with the current block's compute, and large "
         "models lose little.",

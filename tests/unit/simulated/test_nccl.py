@@ -473,3 +473,121 @@ def test_without_a_simulated_machine_nothing_changes(tmp_path):
     assert got["started"] == [True, True, True]
     assert got["stopped"] == [False, False, False]
     assert got["special_restored"] is True
+
+
+FSDP2 = """
+from torch import nn
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.fsdp import fully_shard
+warnings.filterwarnings("ignore", category=FutureWarning)
+cuda = torch.cuda.is_available()                  # a simulated machine: nccl on cuda:rank; none: gloo on the CPU
+dev = torch.device("cuda", rank) if cuda else torch.device("cpu")
+if cuda:
+    torch.cuda.set_device(dev)
+dist.init_process_group("nccl" if cuda else "gloo", device_id=dev if cuda else None)
+mesh = init_device_mesh(dev.type, (dist.get_world_size(),))
+allocated = (lambda: torch.cuda.memory_allocated(dev)) if cuda else (lambda: 0)
+torch.manual_seed(0)
+model = nn.Sequential(*[nn.Sequential(nn.Linear(256, 256), nn.ReLU()) for _ in range(3)], nn.Linear(256, 4)).to(dev)
+unsharded = allocated()
+for block in model[:3]:
+    fully_shard(block, mesh=mesh)
+fully_shard(model, mesh=mesh)
+results["memory"] = [unsharded, allocated()]
+generator = torch.Generator().manual_seed(1 + rank)   # each rank its own data
+with torch.no_grad():
+    model(torch.randn(16, 256, generator=generator).to(dev))   # its output dropped at once
+results["after_forward"] = allocated()
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+losses = []
+for step in range(3):
+    x, y = torch.randn(16, 256, generator=generator).to(dev), torch.randn(16, 4, generator=generator).to(dev)
+    loss = nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    if step == 2:
+        norm = nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        results["norm"] = [type(norm).__name__, norm.full_tensor().item()]
+    optimizer.step()
+    optimizer.zero_grad()
+    losses.append(loss.item())
+results["losses"] = losses
+weight = model[0][0].weight
+full = weight.full_tensor()
+results["full_tensor"] = [type(weight).__name__, list(weight.to_local().shape), str(full.device), list(full.shape),
+                          full.sum().item(), full.norm().item()]
+results["work_registry"] = torch._C._distributed_c10d._get_work_registry_size()
+dist.barrier()
+dist.destroy_process_group()
+"""
+
+
+@pytest.fixture(scope="module")
+def fsdp2(tmp_path_factory):
+    """FSDP2 (``fully_shard``) on 2 simulated H100s and on 1 simulated T4, and the same script on gloo CPU ranks;
+    {(machine, ranks): {rank: results}}. The four runs go side by side (each takes seconds to import FSDP)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    runs = [("2xh100", 2), (None, 2), ("t4", 1), (None, 1)]
+    with ThreadPoolExecutor(len(runs)) as pool:
+        futures = {
+            (machine, ranks): pool.submit(
+                _run, tmp_path_factory.mktemp(f"fsdp2-{machine}-{ranks}"), FSDP2, ranks=ranks, simulate=machine
+            )
+            for machine, ranks in runs
+        }
+        return {key: future.result() for key, future in futures.items()}
+
+
+def test_fsdp2_trains_as_on_gloo_ranks(fsdp2):
+    """Three AdamW steps of a ``fully_shard`` model give each rank the losses of the same script on gloo CPU ranks:
+    FSDP2's all-gathers and reduce-scatters are ``c10d`` collectives (torch/distributed/fsdp/_fully_shard/
+    _fsdp_collectives.py, ``foreach_all_gather`` / ``foreach_reduce``), whose buffers it frees and retakes with
+    ``untyped_storage().resize_`` (_fsdp_param.py, ``free_storage`` / ``alloc_storage``)."""
+    for machine, ranks in (("2xh100", 2), ("t4", 1)):
+        simulated, gloo = fsdp2[(machine, ranks)], fsdp2[(None, ranks)]
+        for rank in range(ranks):
+            assert simulated[rank]["losses"] == gloo[rank]["losses"], (machine, rank)
+    assert fsdp2[("2xh100", 2)][0]["losses"] != fsdp2[("2xh100", 2)][1]["losses"]  # each rank its own data
+
+
+def test_fsdp2_holds_a_shard_and_frees_what_it_gathers(fsdp2):
+    """After ``fully_shard`` a rank holds its shard of every parameter (dim 0 split over the mesh:
+    torch/distributed/fsdp/_fully_shard/_fsdp_param.py, ``_init_sharded_param``): about half the model on
+    each of 2 ranks, all of it on 1. After a forward the blocks' all-gathered parameters are freed again
+    (``reshard_after_forward``, ``free_storage``: ``resize_(0)``); only the root's stay (_fsdp_state.py,
+    ``_lazy_init``: "For the root, do not reshard after forward"). Sizes in the allocator's 512-byte blocks
+    (c10/cuda/CUDACachingAllocator.cpp, ``round_size``)."""
+    block, root = 256 * 256 * 4 + 256 * 4, 4 * 256 * 4 + 512  # one 256x256 Linear; the last (4x256, bias 16 B)
+    half = 3 * (256 * 256 * 4 // 2 + 512) + (4 * 256 * 4 // 2 + 512)  # weights halved; bias shards a block each
+    for got in fsdp2[("2xh100", 2)].values():
+        unsharded, sharded = got["memory"]
+        assert unsharded == 3 * block + root
+        assert sharded == half
+        assert 0.49 < sharded / unsharded < 0.51
+        assert got["after_forward"] - sharded == root  # the root's parameters, all-gathered
+    t4 = fsdp2[("t4", 1)][0]
+    assert t4["memory"] == [3 * block + root] * 2 and t4["after_forward"] - t4["memory"][1] == root
+
+
+def test_full_tensor_and_clip_grad_norm_give_the_gloo_values(fsdp2):
+    """``DTensor.full_tensor`` (torch/distributed/tensor/_api.py: ``redistribute`` to ``Replicate``, an all-gather)
+    and ``clip_grad_norm_`` (torch/nn/utils/clip_grad.py, ``_get_total_norm``: a DTensor norm, whose
+    ``full_tensor`` is an all-reduce) are ``_c10d_functional`` collectives
+    (torch/distributed/_functional_collectives.py); on a simulated node they give gloo's values, on the GPU."""
+    for machine, ranks in (("2xh100", 2), ("t4", 1)):
+        simulated, gloo = fsdp2[(machine, ranks)], fsdp2[(None, ranks)]
+        for rank in range(ranks):
+            got, expected = simulated[rank], gloo[rank]
+            assert got["norm"] == expected["norm"] and got["norm"][0] == "DTensor"
+            kind, local, device, full, total, norm2 = got["full_tensor"]
+            assert [kind, local, "cpu", full, total, norm2] == expected["full_tensor"]  # gloo's, on the CPU
+            assert kind == "DTensor" and local == [256 // ranks, 256] and full == [256, 256]
+            assert device == f"cuda:{rank}"
+
+
+def test_functional_collectives_leave_no_work_in_the_registry(fsdp2):
+    """Each ``_c10d_functional`` collective registers its Work under its output until ``wait_tensor`` takes it out
+    (torch/csrc/distributed/c10d/Functional.cpp, ``register_work`` / ``wait_tensor``); after ``full_tensor`` and
+    ``clip_grad_norm_`` none is left (``torch._C._distributed_c10d._get_work_registry_size``), as on gloo."""
+    for (machine, _), results in fsdp2.items():
+        assert [got["work_registry"] for got in results.values()] == [0] * len(results), machine

@@ -1213,6 +1213,51 @@ def test_a_storage_is_one_object_at_a_device_address_shared_by_views():
     assert out == {"same": True, "device": "cuda:0", "nbytes": 400, "offset": 40, "distinct": 2}
 
 
+def test_resizing_a_storage_frees_and_takes_its_memory_as_cuda_does():
+    """``storage.resize_(n)`` on a GPU storage is aten/src/ATen/native/cuda/Resize.cpp, ``resize_bytes_cuda``:
+    0 bytes sets a null data pointer and frees the old block; otherwise the caching allocator's ``allocate``
+    takes the new block first (raising ``torch.OutOfMemoryError`` before anything changes, so the old block is
+    kept), the values are copied and the old block is freed. ``nbytes()``/``size()`` follow
+    (``set_nbytes``); the storage is shared by views and returned by ``resize_`` (torch/csrc/StorageMethods.cpp,
+    ``THPStorage_resize_``). FSDP2 frees and retakes its all-gather buffers so
+    (torch/distributed/fsdp/_fully_shard/_fsdp_param.py, ``free_storage`` / ``alloc_storage``)."""
+    out = run(
+        "t4",
+        """
+    MiB = 2**20
+    base = torch.cuda.memory_allocated()
+    x = torch.empty(4 * MiB, dtype=torch.uint8, device="cuda")
+    view = x[10:]
+    storage = x.untyped_storage()
+    def now():
+        return [torch.cuda.memory_allocated() - base, storage.nbytes(), storage.size(),
+                view.untyped_storage().nbytes(), storage.data_ptr() != 0]
+    OUT["start"] = now()
+    OUT["returns_itself"] = storage.resize_(0) is storage
+    OUT["freed"] = now()
+    storage.resize_(4 * MiB)
+    OUT["taken"] = now()
+    torch.cuda.reset_peak_memory_stats()
+    storage.resize_(8 * MiB)
+    OUT["grown"] = now() + [torch.cuda.max_memory_allocated() - base]   # the old block held while the new is taken
+    OUT["too_large"] = caught(lambda: storage.resize_(100 * 2**30))
+    OUT["after_refusal"] = now()
+    del x, view
+    OUT["dropped"] = torch.cuda.memory_allocated() - base
+    """,
+    )
+    MiB = 2**20
+    assert out["start"] == [4 * MiB, 4 * MiB, 4 * MiB, 4 * MiB, True]
+    assert out["returns_itself"] is True
+    assert out["freed"] == [0, 0, 0, 0, False]
+    assert out["taken"] == [4 * MiB, 4 * MiB, 4 * MiB, 4 * MiB, True]
+    assert out["grown"] == [8 * MiB, 8 * MiB, 8 * MiB, 8 * MiB, True, 12 * MiB]
+    kind, message = out["too_large"]
+    assert kind == "OutOfMemoryError" and message.startswith("CUDA out of memory. Tried to allocate 100.00 GiB.")
+    assert out["after_refusal"] == out["grown"][:5]
+    assert out["dropped"] == 0
+
+
 def test_memory_freed_while_the_allocator_is_busy_is_free_at_the_next_read():
     """A tensor can die while the simulated allocator is working (garbage collection may start inside an
     allocation); CUDA's caching allocator frees at once (c10/cuda/CUDACachingAllocator.cpp, free), so the
