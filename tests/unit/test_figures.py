@@ -191,6 +191,10 @@ def sharding_result(device: str, backend: str, peaks: bool) -> dict:
         "ranks": [1, 2, 3, 4],
         "state_bytes": {"DDP": [per_rank[0]] * 4, "FSDP": per_rank},
         "peak_bytes": {s: [8e7, 9e7, 9e7, 9e7] if peaks else [None] * 4 for s in ("DDP", "FSDP")},
+        "allocated_bytes": {
+            "DDP": [6.8e7] * 4 if peaks else [None] * 4,
+            "FSDP": [6.8e7, 3.5e7, 2.4e7, 1.9e7] if peaks else [None] * 4,
+        },
         "step_s": {"DDP": [0.21, 0.18, 0.2, 0.22], "FSDP": [0.28, 0.46, 0.5, 0.55]},
         "loss": {"DDP": [0.0255, 0.0491, 0.05, 0.051], "FSDP": [0.0255, 0.0491, 0.05, 0.051]},
         "width": 1024,

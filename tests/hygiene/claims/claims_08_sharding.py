@@ -153,6 +153,11 @@ UNSHOWN = [
         _NO_RECORD + ": the line the same cell prints on a GPU",
     ),
     Unshown(
+        "On CUDA GPUs, the allocator's line for DDP sits one gradient's worth above its tensors from 2 ranks on",
+        _NO_RECORD + "; DDP's reducer allocates its buckets beside the gradients unless gradient_as_bucket_view "
+        "(torch/nn/parallel/distributed.py, its docstring); shown here only on the simulated node",
+    ),
+    Unshown(
         "24 GB | fits | does not fit",
         "the T4's column: its data sheet's 16 GB (gpulab.reference.KNOWN_GPUS); no T4 was recorded",
     ),
@@ -179,8 +184,9 @@ UNSHOWN = [
         "the T4's data sheet (16 GB, gpulab.reference.KNOWN_GPUS) and the lesson's arithmetic; no T4 was recorded",
     ),
     Unshown(
-        "on CUDA GPUs the line under the figure also gives each strategy's peak from the allocator, which includes "
-        "the activations and the blocks being all-gathered.",
+        "On CUDA GPUs it also draws what the allocator holds after the step, above what it held before the model "
+        "was made, and the line under the figure gives each strategy's peak, which includes the activations and the "
+        "blocks being all-gathered.",
         _ONE_GPU,
     ),
     Unshown(
