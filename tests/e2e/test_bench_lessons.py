@@ -174,6 +174,12 @@ GPU_SHAPED = {
     ),
     "07_cudnn": lambda r: _gpu_shaped(r, "ms", {name: name for name in r["ms"]}, device="cuda:0"),
     "07_slow_loop": lambda r: _gpu_shaped(r, "ms_per_epoch", {"one epoch": "one epoch"}, device="cuda:0"),
+    "08_collectives": lambda r: _gpu_shaped(
+        r, "seconds", {name: name for name in r["seconds"]}, device="cuda:0", backend="nccl"
+    ),
+    "08_sharding": lambda r: _gpu_shaped(
+        r, "step_s", {name: name for name in r["step_s"]}, device="cuda:0", backend="nccl"
+    ),
 }
 # A profile is of the reader's own code on their own machine: no reference is drawn beside it.
 OWN_ONLY = {"07_profile"}
@@ -488,6 +494,43 @@ def real_gpu_results():
             "steps": [1, 2, 3, 4],
             "ms": {"benchmark off": [1.2, 0.5, 1.1, 0.6], "benchmark on": [30.0, 0.4, 25.0, 0.5]},
         },
+        "08_collectives": {
+            "backend": "nccl",
+            "device": "cuda:0",
+            "ranks": 4,
+            "sizes": [4096, 65536, 1048576, 16777216],
+            "bytes": [4096, 65536, 1048576, 16777216],
+            "seconds": {
+                "all-gather": [2e-5, 2.2e-5, 3e-5, 1.4e-4],
+                "reduce-scatter": [2e-5, 2.3e-5, 3.2e-5, 1.5e-4],
+                "all-reduce": [2.5e-5, 3e-5, 5e-5, 2.6e-4],
+            },
+            "busbw_gbps": {
+                "all-gather": [0.15, 2.2, 26.0, 90.0],
+                "reduce-scatter": [0.15, 2.1, 25.0, 84.0],
+                "all-reduce": [0.25, 3.3, 31.0, 97.0],
+            },
+            "fit": {name: {"alpha_s": 2e-5, "beta_s_per_byte": 8e-12} for name in ("all-gather", "all-reduce")},
+        },
+        "08_sharding": {
+            "backend": "nccl",
+            "device": "cuda:0",
+            "ranks": [1, 2, 3, 4],
+            "width": 1024,
+            "depth": 4,
+            "parameters": 4208650,
+            "state_bytes": {
+                "DDP": [{"parameters": 16834600, "gradients": 16834600, "optimizer state": 33669200}] * 4,
+                "FSDP": [
+                    {"parameters": 16834600 // n, "gradients": 16834600 // n, "optimizer state": 33669200 // n}
+                    for n in (1, 2, 3, 4)
+                ],
+            },
+            "allocated_bytes": {"DDP": [6.7e7, 8.4e7, 8.4e7, 8.4e7], "FSDP": [6.7e7, 3.4e7, 2.3e7, 1.7e7]},
+            "peak_bytes": {"DDP": [8.4e7, 1.0e8, 1.0e8, 1.0e8], "FSDP": [8.4e7, 5.1e7, 4.0e7, 3.5e7]},
+            "step_s": {"DDP": [2e-3, 2.4e-3, 2.5e-3, 2.6e-3], "FSDP": [2e-3, 3.1e-3, 3.3e-3, 3.5e-3]},
+            "loss": {"DDP": [0.5, 0.6, 0.62, 0.63], "FSDP": [0.5, 0.6, 0.62, 0.63]},
+        },
         "07_slow_loop": {
             "device": "cuda:0",
             "samples": 1024,
@@ -518,6 +561,8 @@ def test_a_readers_gpu_results_draw_every_pane_and_no_stand_ins(lesson_runs):
             "05_underflow": 2,
             "06_allreduce": 2,
             "07_profile": 2,
+            "08_collectives": 2,
+            "08_sharding": 2,
             "07_slow_loop": 2,
         }.get(name, 1), name
         for ax in figure.axes:
