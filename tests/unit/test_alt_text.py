@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from matplotlib.artist import Artist
 from matplotlib.lines import Line2D
+from test_figures import UNRECORDED  # results shaped as a reader's, for panels with no GPU record yet
 from test_reference import RESULTS  # the made-up results the published-figure tests draw every such panel with
 
 from gpulab import alt_text, figures, plots, reference
@@ -181,8 +182,10 @@ def panel_figures():
     """(panel, which result, result, whether references are shipped) for every registered panel's figure:
     with the H100 record's own result beside that record, and with the results the published-figure tests
     draw (tests/unit/test_reference.py), with no record, as a reader sees before any GPU run is recorded."""
-    cases = [(name, "H100 record", reference.load(name)["result"], True) for name in figures.PANELS]
-    for name, results in RESULTS.items():
+    cases = [
+        (name, "H100 record", record["result"], True) for name in figures.PANELS if (record := reference.load(name))
+    ]
+    for name, results in (RESULTS | UNRECORDED).items():  # UNRECORDED: panels no GPU run has recorded yet
         cases += [(name, f"RESULTS[{i}]", result, False) for i, result in enumerate(results)]
     return [pytest.param(*case, id=f"{case[0]}, {case[1]}") for case in cases]
 
