@@ -1056,6 +1056,26 @@ def _processes_note(figure, result: dict, record: dict | None) -> None:
         )
 
 
+def _alpha_beta_fits(ax, result: dict) -> None:
+    """Each series' α + β·S fit (``result["fit"]``) in ms against ``result["sizes"]``, dash-dotted, in the colour and
+    open marker of what it fits (lessons 06 and 08)."""
+    sizes, figure = result["sizes"], ax.figure
+    for name, fit in result.get("fit", {}).items():
+        ax.plot(
+            sizes,
+            [(fit["alpha_s"] + fit["beta_s_per_byte"] * s) * 1e3 for s in sizes],
+            "-.",
+            color=plots.color_of(figure, name),
+            marker=plots.marker_of(figure, name),
+            markerfacecolor="none",
+            markevery=max(1, len(sizes) // 8),
+            linewidth=1,
+            gid=f"fit|{name}",
+            label=f"{name} · α + β·S fitted: α = {fit['alpha_s'] * 1e6:,.0f} µs, "
+            f"1/β = {1e-9 / fit['beta_s_per_byte']:.3g} GB/s",
+        )
+
+
 @panel("06_allreduce", published=("allreduce-8xh200-16mib", "allreduce-8xh200-16gib"))
 def allreduce(result: dict, figure) -> None:
     """All-reduce time against message size per number of processes, with the α + β·S
@@ -1065,21 +1085,7 @@ def allreduce(result: dict, figure) -> None:
     usable, on_cpu = _processes_reference(record, result, ())
     time_ax, bus_ax = figure.subplots(1, 2)
     plots.series(time_ax, result, x="sizes", y="seconds", reference=usable, scale=1e3, on_reference_cpu=on_cpu)
-    for name, fit in result.get("fit", {}).items():
-        sizes = result["sizes"]
-        time_ax.plot(
-            sizes,
-            [(fit["alpha_s"] + fit["beta_s_per_byte"] * s) * 1e3 for s in sizes],
-            "-.",
-            color=plots.color_of(figure, name),  # a fit is drawn in the colour and marker of what it fits, open
-            marker=plots.marker_of(figure, name),
-            markerfacecolor="none",
-            markevery=max(1, len(sizes) // 8),
-            linewidth=1,
-            gid=f"fit|{name}",
-            label=f"{name} · α + β·S fitted: α = {fit['alpha_s'] * 1e6:,.0f} µs, "
-            f"1/β = {1e-9 / fit['beta_s_per_byte']:.3g} GB/s",
-        )
+    _alpha_beta_fits(time_ax, result)
     plots.series(bus_ax, result, x="sizes", y="busbw_gbps", reference=usable, on_reference_cpu=on_cpu)
     if result["backend"] != "nccl" and usable is None:
         for link, gbps in LINKS_GBPS.items():
@@ -1359,20 +1365,7 @@ def collectives(result: dict, figure) -> None:
     time_ax, bus_ax = figure.subplots(1, 2)
     plots.series(time_ax, result, x="sizes", y="seconds", reference=usable, scale=1e3, on_reference_cpu=on_cpu)
     sizes = result["sizes"]
-    for name, fit in result.get("fit", {}).items():
-        time_ax.plot(
-            sizes,
-            [(fit["alpha_s"] + fit["beta_s_per_byte"] * s) * 1e3 for s in sizes],
-            "-.",
-            color=plots.color_of(figure, name),  # a fit: the colour and marker of what it fits, open, dash-dotted
-            marker=plots.marker_of(figure, name),
-            markerfacecolor="none",
-            markevery=max(1, len(sizes) // 8),
-            linewidth=1,
-            gid=f"fit|{name}",
-            label=f"{name} · α + β·S fitted: α = {fit['alpha_s'] * 1e6:,.0f} µs, "
-            f"1/β = {1e-9 / fit['beta_s_per_byte']:.3g} GB/s",
-        )
+    _alpha_beta_fits(time_ax, result)
     plots.series(bus_ax, result, x="sizes", y="busbw_gbps", reference=usable, on_reference_cpu=on_cpu)
     _published(bus_ax, collectives, "GB/s")
     _processes_note(figure, result, record)
