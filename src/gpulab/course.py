@@ -46,6 +46,7 @@ LESSONS = {
     "06_multi_gpu": "Several GPUs",
     "07_profiling": "Profiling",
     "08_sharding": "Sharding: when DDP stops fitting",
+    "09_kernels": "Kernels: fusion, torch.compile, CUDA graphs, Triton",
 }
 
 FOLDERS = {"notebooks": "", "exercises": " — exercises", "solutions": " — exercises with solutions"}

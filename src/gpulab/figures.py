@@ -33,11 +33,13 @@ __all__ = [
     "batch_memory",
     "checkpointing",
     "collectives",
+    "compile_step",
     "cuda_snapshot",
     "cudnn_steps",
     "ddp_gradients",
     "ddp_throughput",
     "dtype_matmul",
+    "fusion",
     "matmul",
     "memory_timeline",
     "number_formats",
@@ -1443,4 +1445,81 @@ def sharding(result: dict, figure) -> None:
         ax.set_ylabel(ylabel)
         ax.set_ylim(0, None)
         ax.grid(True, which="major", alpha=0.3)
+    plots.legend(figure)
+
+
+# ---------------------------------------------------------------- lesson 09
+
+
+def _recorded_level(ax, record: dict | None, value: float | None, what: str, lesson: str) -> None:
+    """A horizontal line at ``value`` from another panel's GPU record, short-dashed as references are,
+    labelled with its GPU and the lesson that recorded it."""
+    if record is None or value is None:
+        return
+    ax.axhline(
+        value,
+        linestyle=plots.REFERENCE_STYLE,
+        color=plots.MARK_COLOR,
+        linewidth=1.2,
+        alpha=0.8,
+        label=f"{what} · {reference.gpu_label(record)} (recorded, lesson {lesson})",
+        gid=f"reference|{what}",
+    )
+
+
+@panel("09_fusion")
+def fusion(result: dict, figure) -> None:
+    """The time of a GELU written as eight PyTorch operations, of PyTorch's one-kernel ``F.gelu`` and of the chain
+    compiled, against the size of the input; and the GB/s each moves (the bytes its kernels read and write, per
+    second) beside a copy's, the memory roof. Without a record of this panel, the copy rate the GPU of lesson 00's
+    record reached is drawn instead."""
+    record = reference.load(fusion.panel_name)
+    usable = _same_experiment(record, result, ())
+    roofline = reference.load("00_roofline") if usable is None else None
+    copy = None
+    if roofline is not None:
+        ceilings = roofline["result"]["ceilings"]
+        copy = next((c.get("copy_gbps") for d, c in ceilings.items() if plots.is_accelerator(d)), None)
+    time_ax, rate_ax = figure.subplots(1, 2)
+    colors = {"eager chain": _O["vermillion"], "F.gelu (one kernel)": _O["blue"], "torch.compile": _O["bluish green"]}
+    plots.series(time_ax, result, x="sizes", y="seconds", scale=1e3, reference=usable, colors=colors)
+    rate_colors = dict(colors, **{"copy (x.clone())": _O["reddish purple"]})
+    plots.series(rate_ax, result, x="sizes", y="gbps", reference=usable, colors=rate_colors)
+    _recorded_level(rate_ax, roofline, copy, "copy", "00")
+    time_ax.set_title(f"time per call ({result['device']})", fontsize=9)
+    rate_ax.set_title(f"GB/s moved (the chain: {result['bytes_ratio']:.0f}× the bytes)", fontsize=9)
+    _finish(time_ax, "size of x", "ms per call", x="bytes")
+    _finish(rate_ax, "size of x", "GB/s moved", x="bytes")
+    plots.legend(figure)
+
+
+@panel("09_compile")
+def compile_step(result: dict, figure) -> None:
+    """Lesson 07's training step (fixed) run eagerly, compiled, and on CUDA as CUDA graphs: the time per step, and
+    what the first call costs (compiling, capturing). Without a record of this panel at these settings, the eager
+    step an H100 SXM recorded in lesson 07 at batch 8 and width 128 is drawn beside the reader's."""
+    record = reference.load(compile_step.panel_name)
+    usable = _same_experiment(record, result, ("batch", "width"))
+    slow_loop_record = reference.load("07_slow_loop") if usable is None else None
+    eager_ms = None
+    if slow_loop_record is not None and result["batch"] == 8 and result["width"] == 128:
+        run = slow_loop_record["result"]
+        stage = run["versions"].index("+ buffer (2)")
+        eager_ms = run["ms_per_epoch"]["one epoch"][stage] / (run["samples"] / 8)
+    step_ax, first_ax = figure.subplots(1, 2)
+    colors = {"one step": plots.color_for(result["device"]), "first call": _O["orange"]}
+    plots.series(step_ax, result, x="stage", y="ms_per_step", reference=usable, colors=colors)
+    plots.series(first_ax, result, x="stage", y="first_call_s", reference=usable, colors=colors)
+    _recorded_level(step_ax, slow_loop_record if eager_ms else None, eager_ms, "eager step", "07")
+    for ax in (step_ax, first_ax):
+        ax.set_xticks(result["stage"], result["versions"], fontsize=7, rotation=12)
+        ax.set_xlim(-0.4, len(result["stage"]) - 0.6)
+        ax.grid(True, which="major", alpha=0.3)
+        plots.log_axis(ax, "y")
+    step_ax.set_ylabel("ms per training step")
+    step_ax.set_title(f"batch {result['batch']}, width {result['width']} ({result['device']})", fontsize=9)
+    first_ax.set_ylabel("seconds")
+    first_ax.set_title("the first call: compiling, capturing", fontsize=9)
+    if _no_accelerator(result):
+        plots.note(figure, "CUDA graphs run on CUDA devices only: not measured here")
     plots.legend(figure)

@@ -22,9 +22,11 @@ from . import plots
 
 __all__ = [
     "TraceEvent",
+    "Traffic",
     "calls_by_your_code",
     "draw_timeline",
     "is_operator",
+    "memory_traffic",
     "operators",
     "ran_on_cpu",
     "read_trace",
@@ -191,6 +193,52 @@ def sync_count(events) -> int:
     runtime = sum(1 for event in events if event.name in SYNC_CALLS)
     reads = calls_by_your_code(events)
     return max(runtime, sum(reads.get(name, 0) for name in VALUE_READS))
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """One operator of an eager run and the bytes its kernel moves: ``read`` (its tensor inputs, each once) and
+    ``written`` (its tensor outputs)."""
+
+    name: str
+    read: int
+    written: int
+
+
+def memory_traffic(fn, *args, **kwargs) -> list[Traffic]:
+    """Run ``fn(*args, **kwargs)`` eagerly and list the operators it ran, each with the bytes its kernel
+    reads and writes: its tensor inputs (a tensor passed twice, as in ``x * x``, counted once) and its
+    tensor outputs. That is what an unfused kernel moves through memory when nothing stays in a cache
+    between kernels, lesson 09's model of an eager chain. Views (``view``, ``t``, ``expand``) move
+    nothing and are left out; Python numbers are part of the kernel, not memory.
+
+    It watches the operators with a ``TorchDispatchMode``, the mechanism ``torch.utils.flop_counter``
+    counts FLOPs with: the counts are of the operators PyTorch really dispatched (``F.gelu`` is one,
+    a GELU written out in ``*``, ``+`` and ``tanh`` eight)."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    def tensor_bytes(values) -> int:
+        seen, total = set(), 0
+        for value in tree_flatten(values)[0]:
+            if isinstance(value, torch.Tensor) and id(value) not in seen:
+                seen.add(id(value))
+                total += value.numel() * value.element_size()
+        return total
+
+    ops: list[Traffic] = []
+
+    class Watch(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            if not getattr(func, "is_view", False):
+                ops.append(Traffic(func.overloadpacket.__name__, tensor_bytes((args, kwargs)), tensor_bytes(out)))
+            return out
+
+    with Watch():
+        fn(*args, **kwargs)
+    return ops
 
 
 # Labels a lesson gives its regions keep these colours in every timeline; ops get theirs by name.

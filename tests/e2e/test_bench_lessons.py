@@ -17,7 +17,8 @@ def test_each_figure_reads_the_reference_recorded_under_its_own_name(monkeypatch
     for name, result in real_gpu_results().items():
         loaded.clear()
         figures.PANELS[name](result, plots.new_figure((11.0, 3.6)))
-        assert loaded == ([] if name in OWN_ONLY else [name]), f"{name}'s figure read the references of {loaded}"
+        expected = [] if name in OWN_ONLY else [name] + BORROWS.get(name, [])
+        assert loaded == expected, f"{name}'s figure read the references of {loaded}"
 
 
 @pytest.fixture(scope="module")
@@ -180,9 +181,14 @@ GPU_SHAPED = {
     "08_sharding": lambda r: _gpu_shaped(
         r, "step_s", {name: name for name in r["step_s"]}, device="cuda:0", backend="nccl"
     ),
+    "09_fusion": lambda r: _gpu_shaped(r, "seconds", {name: name for name in r["seconds"]}, device="cuda:0"),
+    "09_compile": lambda r: _gpu_shaped(r, "ms_per_step", {"one step": "one step"}, device="cuda:0"),
 }
 # A profile is of the reader's own code on their own machine: no reference is drawn beside it.
 OWN_ONLY = {"07_profile"}
+# Panels that, with no record of their own, draw what another lesson's record holds (an H100's copy rate, its
+# eager step of lesson 07's loop).
+BORROWS = {"09_fusion": ["00_roofline"], "09_compile": ["07_slow_loop"]}
 
 
 def _checkpoint_shaped(result):
@@ -531,6 +537,31 @@ def real_gpu_results():
             "step_s": {"DDP": [2e-3, 2.4e-3, 2.5e-3, 2.6e-3], "FSDP": [2e-3, 3.1e-3, 3.3e-3, 3.5e-3]},
             "loss": {"DDP": [0.5, 0.6, 0.62, 0.63], "FSDP": [0.5, 0.6, 0.62, 0.63]},
         },
+        "09_fusion": {
+            "device": "cuda:0",
+            "sizes": [16384, 262144, 4194304, 67108864],
+            "seconds": {
+                "eager chain": [4e-5, 4.2e-5, 3.2e-4, 4.1e-3],
+                "F.gelu (one kernel)": [5e-6, 5.2e-6, 3.6e-5, 4.6e-4],
+                "torch.compile": [9e-6, 9.2e-6, 3.7e-5, 4.7e-4],
+            },
+            "gbps": {
+                "eager chain": [7.4, 112.0, 2359.0, 2946.0],
+                "F.gelu (one kernel)": [6.6, 100.0, 2330.0, 2918.0],
+                "torch.compile": [3.6, 57.0, 2267.0, 2856.0],
+                "copy (x.clone())": [6.5, 101.0, 2400.0, 2950.0],
+            },
+            "bytes_ratio": 9.0,
+        },
+        "09_compile": {
+            "device": "cuda:0",
+            "batch": 8,
+            "width": 128,
+            "versions": ["eager", "torch.compile", "reduce-overhead", "CUDA graph"],
+            "stage": [0, 1, 2, 3],
+            "ms_per_step": {"one step": [1.08, 0.62, 0.09, 0.05]},
+            "first_call_s": {"first call": [0.02, 6.5, 9.0, 0.3]},
+        },
         "07_slow_loop": {
             "device": "cuda:0",
             "samples": 1024,
@@ -564,6 +595,8 @@ def test_a_readers_gpu_results_draw_every_pane_and_no_stand_ins(lesson_runs):
             "08_collectives": 2,
             "08_sharding": 2,
             "07_slow_loop": 2,
+            "09_fusion": 2,
+            "09_compile": 2,
         }.get(name, 1), name
         for ax in figure.axes:
             lines = data_lines(ax)

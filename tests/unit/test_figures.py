@@ -205,8 +205,53 @@ def sharding_result(device: str, backend: str, peaks: bool) -> dict:
     }
 
 
+def fusion_result(device: str) -> dict:
+    """Lesson 09's fusion panel as a reader gets it (a 2-core machine's run; on "cuda:0" the same, ×100 faster,
+    made up): the eager chain, F.gelu, the compiled chain and a copy, 16 KiB to 16 MiB."""
+    faster = 100 if device != "cpu" else 1
+    seconds = {
+        "eager chain": [2.8e-05, 5.5e-05, 0.000133, 0.000465, 0.0019, 0.0363],
+        "F.gelu (one kernel)": [8.3e-06, 2.8e-05, 5.7e-05, 0.00023, 0.0009, 0.0035],
+        "torch.compile": [2.4e-05, 3.4e-05, 7.8e-05, 0.00026, 0.00095, 0.0037],
+    }
+    sizes = [16384, 65536, 262144, 1048576, 4194304, 16777216]
+    gbps = {
+        name: [faster * (18 if name == "eager chain" else 2) * s / t / 1e9 for s, t in zip(sizes, times)]
+        for name, times in seconds.items()
+    }
+    gbps["copy (x.clone())"] = [faster * v for v in (20.7, 53.1, 111.5, 143.1, 169.3, 64.5)]
+    return {
+        "device": device,
+        "sizes": sizes,
+        "seconds": {k: [t / faster for t in v] for k, v in seconds.items()},
+        "gbps": gbps,
+        "bytes_ratio": 9.0,
+    }
+
+
+def compile_result(device: str) -> dict:
+    """Lesson 09's compile panel at batch 8 and width 128 (where lesson 07's H100 record is drawn): on a CPU, eager
+    and compiled (a 2-core machine's run); on "cuda:0" also reduce-overhead and a CUDA graph (made up)."""
+    versions = ["eager", "torch.compile"] + (["reduce-overhead", "CUDA graph"] if device != "cpu" else [])
+    ms = [0.32, 0.41, 0.09, 0.06][: len(versions)]
+    first = [0.027, 2.5, 4.1, 0.4][: len(versions)]
+    return {
+        "device": device,
+        "batch": 8,
+        "width": 128,
+        "versions": versions,
+        "stage": list(range(len(versions))),
+        "ms_per_step": {"one step": ms},
+        "first_call_s": {"first call": first},
+    }
+
+
 # Panels with no GPU record yet, drawn with results shaped as a reader's.
-UNRECORDED = {"08_sharding": [sharding_result("cpu", "gloo", False), sharding_result("cuda:0", "nccl", True)]}
+UNRECORDED = {
+    "08_sharding": [sharding_result("cpu", "gloo", False), sharding_result("cuda:0", "nccl", True)],
+    "09_fusion": [fusion_result("cpu"), fusion_result("cuda:0")],
+    "09_compile": [compile_result("cpu"), compile_result("cuda:0")],
+}
 
 
 CASES = {f"{name}, {which}": (name, result, recorded) for name, which, result, recorded in cases()}

@@ -297,3 +297,23 @@ def test_runtime_calls_are_drawn_on_their_thread(tmp_path):
         ("aten::_local_scalar_dense", "CPU · main thread", 0),
         ("cudaStreamSynchronize", "CPU · main thread", 1),
     ]
+
+
+def test_memory_traffic_counts_each_operators_inputs_once_and_its_outputs():
+    x = torch.randn(1000)
+
+    def gelu_tanh(t):
+        return 0.5 * t * (1 + torch.tanh(0.7978845608 * (t + 0.044715 * t**3)))
+
+    ops = profiling.memory_traffic(gelu_tanh, x)
+    assert [op.name for op in ops] == ["mul", "pow", "mul", "add", "mul", "tanh", "add", "mul"]
+    assert [op.read // x.nbytes for op in ops] == [1, 1, 1, 2, 1, 1, 1, 2]  # a Python number is not memory
+    assert all(op.written == x.nbytes for op in ops)
+    # one fused operator: read once, written once
+    assert profiling.memory_traffic(torch.nn.functional.gelu, x, approximate="tanh") == [
+        profiling.Traffic("gelu", x.nbytes, x.nbytes)
+    ]
+    # x * x reads x once; a view moves nothing
+    a = torch.randn(10, 20)
+    assert profiling.memory_traffic(lambda t: t * t, x) == [profiling.Traffic("mul", x.nbytes, x.nbytes)]
+    assert [op.name for op in profiling.memory_traffic(lambda t: t.t() @ t, a)] == ["mm"]

@@ -212,6 +212,27 @@ class _OptionalType:
 _Optional = _OptionalType()  # a stub's "= ...": the real default is the binding's own
 
 
+def _eval_frame_off():
+    """Turn Dynamo's frame hook off where Dynamo is loaded, returning what to restore; None elsewhere.
+
+    Where Dynamo traces a binding (the prologue it writes for a stream guard calls torch.accelerator's), it cannot
+    trace ``set_eval_frame``: the graph breaks there, before the user's code, which it then traces as usual. Its
+    warning that it cannot is silenced (see below): it is about the simulation, not the reader's code."""
+    if "torch._dynamo" not in sys.modules:
+        return None
+    return torch._C._dynamo.eval_frame.set_eval_frame(None)
+
+
+warnings.filterwarnings(
+    "ignore", message=r"Dynamo does not know how to trace the builtin `torch\._C\._dynamo\.eval_frame\.set_eval_frame"
+)
+
+
+def _eval_frame_restore(prior) -> None:
+    if prior is not None:
+        torch._C._dynamo.eval_frame.set_eval_frame(prior)
+
+
 def _bind(name: str, impl: Callable) -> Callable:
     """``impl`` as ``torch._C.<name>``: called with the stub's parameters, passing on those it was given.
 
@@ -227,11 +248,18 @@ def _bind(name: str, impl: Callable) -> Callable:
 
     @functools.wraps(impl)
     def binding(*args, **kwargs):
+        # A guard of torch.compile's code may call a binding (Dynamo's stream guards ask torch.accelerator for
+        # the current stream): the binding's own Python must then not be run through Dynamo's frame hook, which
+        # would evaluate the guard again, and again. A C binding runs no Python frames; this one turns the hook off.
+        prior = _eval_frame_off()
         try:
-            bound = signature.bind(*args, **kwargs)
-        except TypeError as error:
-            raise TypeError(f"{name}(): {error}") from None
-        return impl(**{key: value for key, value in bound.arguments.items() if value is not _Optional})
+            try:
+                bound = signature.bind(*args, **kwargs)
+            except TypeError as error:
+                raise TypeError(f"{name}(): {error}") from None
+            return impl(**{key: value for key, value in bound.arguments.items() if value is not _Optional})
+        finally:
+            _eval_frame_restore(prior)
 
     binding.__name__ = name
     binding.__qualname__ = name

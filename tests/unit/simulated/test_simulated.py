@@ -291,6 +291,41 @@ def test_torch_accelerator_answers_for_the_gpus():
     assert len(out["has"]) == 6
 
 
+def test_torch_compile_of_host_code_recompiles_and_guards_as_without_a_gpu():
+    """Lesson 09 on a simulated GPU compiles host code with Dynamo: a stream guard, whose prologue and check ask
+    ``torch.accelerator`` for the current stream, must not send the binding's own Python back through Dynamo's
+    frame hook (it did: a RecursionError), and Dynamo's graphs, breaks and recompilations are the CPU's.
+
+    Real: torch/_dynamo/guards.py (``CurrentStreamSource``'s guard calls ``get_current_stream``), utils.py
+    (``get_current_stream`` is ``torch.accelerator.current_stream``)."""
+    out = run(
+        "t4",
+        """
+        def counted(dynamic):
+            torch._dynamo.reset()
+            graphs = []
+            def backend(gm, example_inputs):
+                graphs.append(len(gm.graph.nodes))
+                return gm.forward
+            f = torch.compile(lambda t: torch.relu(t) * 2, backend=backend, dynamic=dynamic)
+            values = [f(torch.randn(batch, 4)).shape[0] for batch in (8, 16, 24)]
+            return [len(graphs), values]
+        def branchy(x):
+            if x.std() < 1e-5:
+                return x - x.mean()
+            return x / x.std()
+        with warnings.catch_warnings(record=True) as seen:
+            OUT["counts"] = [counted(False), counted(None), counted(True)]
+            explained = torch._dynamo.explain(branchy)(torch.randn(100))
+        OUT["explain"] = [explained.graph_count, explained.graph_break_count]
+        OUT["warnings"] = [str(w.message)[:80] for w in seen if "Dynamo" in str(w.message)]
+    """,
+    )
+    assert out["counts"] == [[3, [8, 16, 24]], [2, [8, 16, 24]], [1, [8, 16, 24]]]
+    assert out["explain"] == [2, 1]
+    assert out["warnings"] == []
+
+
 # ----------------------------------------------------------------------------------------------
 # Tensors
 
@@ -1147,7 +1182,6 @@ def test_the_profiler_accepts_cuda_and_counts_each_operation_once():
     OUT["supported"] = sorted(a.name for a in torch.profiler.supported_activities())
     x = torch.randn(64, 64, device="cuda", requires_grad=True)
     with warnings.catch_warnings(record=True) as seen:
-        warnings.simplefilter("always")
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             (x @ x).relu().sum().backward()
     OUT["warnings"] = [str(w.message) for w in seen]
