@@ -7,9 +7,10 @@ rows a CUDA profile holds, which backend and device an experiment ran on — is 
 sentence, quoted, in the file it names (reworded, it must be read again against the record), then runs
 ``check(records)``, which asserts what the sentence says of the records.
 
-The records are the H100 SXM run of 2026-11-25: ``src/gpulab/reference_results/NAME.json`` (what
-``gpulab bench`` measured, one per panel) and ``tools/gpu-runner/records/2026-11-25-h100/`` (its logs and
-the probe of what the simulation models). A record stands for what ran: the lesson 06 panels ran gloo
+The records are the H100 SXM runs: ``src/gpulab/reference_results/NAME.json`` (what ``gpulab bench``
+measured, one per panel) and ``tools/gpu-runner/records/2026-11-25-h100/`` (that run's logs and the probe of
+what the simulation models); later runs of a few lessons keep their logs in folders of their own beside it
+(``2026-11-27-h100/``: lesson 09). A record stands for what ran: the lesson 06 panels ran gloo
 between host processes, so no claim about NCCL or a GPU's links may be checked against them.
 
 Each claim module also holds ``UNSHOWN = [Unshown(sentence, why), ...]``: sentences about a GPU that no
@@ -45,8 +46,9 @@ class Records:
     def result(self, name: str) -> dict:
         return self.record(name)["result"]
 
-    def log(self, file: str) -> str:
-        return (RUN / file).read_text()
+    def log(self, file: str, run: str = RUN.name) -> str:
+        """A log of the 2026-11-25 run, or of another run in ``tools/gpu-runner/records/`` named by ``run``."""
+        return (RUN.parent / run / file).read_text()
 
     @property
     def probe(self) -> dict:

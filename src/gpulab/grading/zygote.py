@@ -131,11 +131,24 @@ def main(config: dict) -> None:
     uid, limits = config["uid"], config["limits"]
     import ipykernel.kernelapp  # noqa: F401 -- once, here: every kernel forked from this process has it
 
+    home = os.environ.get("TMPDIR", "/tmp")
+    handing_over = uid >= 0 and os.geteuid() == 0
+    made_before = set(os.listdir(home)) if handing_over else set()
     for name in config["preload"]:
         try:
             __import__(name)
         except Exception:
             pass  # a kernel that needs it then fails as a fresh one would
+    if handing_over:
+        # What the preload made in the sandbox's /tmp is the kernels': importing torch._dynamo makes Inductor's
+        # cache folder there (/tmp/torchinductor_USER), which a kernel could not write into if root kept it.
+        for name in set(os.listdir(home)) - made_before:
+            for folder, _, files in os.walk(os.path.join(home, name)):
+                for path in [folder, *(os.path.join(folder, file) for file in files)]:
+                    try:
+                        os.lchown(path, uid, uid)
+                    except OSError:
+                        pass  # then a kernel that writes there fails, as without this
     # What was imported here lives as long as any kernel: its garbage collections need not walk it (torch and
     # torch._dynamo are some 280,000 objects; a gc.collect() in an answer took a third of a second or more).
     gc.collect()

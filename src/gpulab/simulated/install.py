@@ -10,6 +10,7 @@ checks' :class:`~gpulab.checks.transfers.TransferRecorder`), both happen at once
 
 from __future__ import annotations
 
+import os
 import warnings
 from typing import Any
 
@@ -32,6 +33,26 @@ def running() -> runtime.Machine | None:
 def _set(target, name: str, value) -> None:
     _saved.append((target, name, getattr(target, name, _MISSING)))
     setattr(target, name, value)
+
+
+class _Environment:
+    """``os.environ`` as attributes, so that :func:`_set` keeps and :func:`stop` restores a variable."""
+
+    def __getattr__(self, name: str):
+        return os.environ[name] if name in os.environ else _MISSING
+
+    def __setattr__(self, name: str, value) -> None:
+        os.environ[name] = value
+
+    def __delattr__(self, name: str) -> None:
+        os.environ.pop(name, None)
+
+
+# Triton's NVIDIA driver, asked whether it can run (torch.cuda.is_available(): yes, here), loads libcuda,
+# which a simulated GPU has not; its assertion then stops Inductor even compiling for the CPU
+# (torch/_inductor/runtime/autotune_cache.py asks Triton for its backend's hash whenever CUDA is there).
+# Naming a backend no Triton has makes Triton raise the RuntimeError Inductor expects where there is none.
+TRITON_BACKEND = "gpulab-simulated-gpu"
 
 
 _build: tuple[bool, int] | None = None  # (this torch is built with CUDA, the GPUs it finds), as first seen
@@ -90,6 +111,7 @@ def finish(torch_module) -> None:
     _set(torch.cuda, "_CudaDeviceProperties", torch_module._C._CudaDeviceProperties)
     _set(torch.cuda, "_exchange_device", torch_module._C._cuda_exchangeDevice)
     _set(torch.cuda, "_maybe_exchange_device", torch_module._C._cuda_maybeExchangeDevice)
+    _set(_Environment(), "TRITON_DEFAULT_BACKEND", TRITON_BACKEND)
     if not issubclass(torch.cuda.Stream, torch_module._C._CudaStreamBase):
         _reload_streams(torch_module)
     if _library is None:

@@ -292,7 +292,7 @@ def test_torch_accelerator_answers_for_the_gpus():
 
 
 def test_torch_compile_of_host_code_recompiles_and_guards_as_without_a_gpu():
-    """Lesson 09 on a simulated GPU compiles host code with Dynamo: a stream guard, whose prologue and check ask
+    """Lesson 09 on a simulated GPU compiles host code with Dynamo and Inductor: a stream guard, whose prologue and check ask
     ``torch.accelerator`` for the current stream, must not send the binding's own Python back through Dynamo's
     frame hook (it did: a RecursionError), and Dynamo's graphs, breaks and recompilations are the CPU's.
 
@@ -319,11 +319,21 @@ def test_torch_compile_of_host_code_recompiles_and_guards_as_without_a_gpu():
             explained = torch._dynamo.explain(branchy)(torch.randn(100))
         OUT["explain"] = [explained.graph_count, explained.graph_break_count]
         OUT["warnings"] = [str(w.message)[:80] for w in seen if "Dynamo" in str(w.message)]
+        # Inductor compiles host code (its C++), as without a GPU: Triton says it has no GPU backend here
+        x = torch.randn(1000)
+        compiled = torch.compile(lambda t: 0.5 * t * (1 + torch.tanh(t)))
+        OUT["inductor"] = torch.allclose(compiled(x), 0.5 * x * (1 + torch.tanh(x)))
+        OUT["backend"] = os.environ.get("TRITON_DEFAULT_BACKEND")
+        import gpulab.simulated
+        gpulab.simulated.stop()
+        OUT["after_stop"] = os.environ.get("TRITON_DEFAULT_BACKEND")
     """,
     )
     assert out["counts"] == [[3, [8, 16, 24]], [2, [8, 16, 24]], [1, [8, 16, 24]]]
     assert out["explain"] == [2, 1]
     assert out["warnings"] == []
+    assert out["inductor"] is True
+    assert out["backend"] == "gpulab-simulated-gpu" and out["after_stop"] is None
 
 
 # ----------------------------------------------------------------------------------------------
