@@ -55,6 +55,11 @@ class _Environment:
 TRITON_BACKEND = "gpulab-simulated-gpu"
 
 
+def _no_triton() -> bool:
+    """``torch.utils._triton.has_triton`` on a simulated GPU: no device here can run a compiled Triton kernel."""
+    return False
+
+
 _build: tuple[bool, int] | None = None  # (this torch is built with CUDA, the GPUs it finds), as first seen
 
 
@@ -112,6 +117,11 @@ def finish(torch_module) -> None:
     _set(torch.cuda, "_exchange_device", torch_module._C._cuda_exchangeDevice)
     _set(torch.cuda, "_maybe_exchange_device", torch_module._C._cuda_maybeExchangeDevice)
     _set(_Environment(), "TRITON_DEFAULT_BACKEND", TRITON_BACKEND)
+    # Older Tritons (3.6, Colab's) read no TRITON_DEFAULT_BACKEND: torch is told there is no Triton for a GPU, before
+    # Inductor's modules import the answer (torch/utils/_triton.py's has_triton).
+    import torch.utils._triton
+
+    _set(torch.utils._triton, "has_triton", _no_triton)
     if not issubclass(torch.cuda.Stream, torch_module._C._CudaStreamBase):
         _reload_streams(torch_module)
     if _library is None:
