@@ -14,6 +14,7 @@ import importlib
 __version__ = "0.1.0"
 
 __all__ = [
+    "Series",
     "Timing",
     "best_device",
     "cpu",
@@ -53,7 +54,7 @@ _LAZY_NAMES = {
     name: "devices"
     for name in ("best_device", "cpu", "describe", "gpu", "num_gpus", "synchronize", "try_all_gpus", "try_gpu")
 }
-_LAZY_NAMES.update(Timing="timing", time_fn="timing")
+_LAZY_NAMES.update(Series="timing", Timing="timing", time_fn="timing")
 
 
 def __getattr__(name: str):

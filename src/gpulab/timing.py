@@ -5,6 +5,13 @@ that does not wait for the device measures the queueing, not the work. :func:`ti
 warms up first (the first calls pay for kernel selection, caches and lazy allocation),
 synchronises around every sample, repeats a short call enough times that the timer's own
 overhead does not matter, and reports the median with its interquartile range.
+
+A point is only as good as its spread. On a GPU, :func:`time_fn` warms up for a while (clocks
+rise, caches and allocators fill for the new size), then repeats a point until its interquartile
+range is within ``target_spread`` of the median or its budget is spent, as
+``torch.utils.benchmark.Timer.adaptive_autorange`` does. :class:`Series` keeps each point's
+median with its spread, which panels draw and records keep, and :func:`apart` says whether two
+measured points differ by more than their spreads.
 """
 
 from __future__ import annotations
@@ -21,18 +28,31 @@ from .devices import best_device, synchronize
 from .units import format_seconds  # gpulab.timing.format_seconds too, as before
 
 __all__ = [
+    "WIDE_SPREAD",
+    "Series",
     "Timing",
+    "apart",
     "copy_gbps",
     "crossover",
     "expected_seconds",
     "format_seconds",
     "fresh_memory_gbps",
+    "is_wide",
     "matmul_gflops",
     "matmul_n_for",
+    "noise_line",
+    "spread_of",
     "time_fn",
+    "with_spread",
 ]
 
 MODES = ("device", "wall")
+
+# A point whose interquartile range is more than this fraction of its median is "within noise":
+# figures draw it as such and panels draw no conclusion from it.
+WIDE_SPREAD = 0.10
+# On a GPU, time_fn repeats a point until its IQR is within this fraction of the median.
+GPU_TARGET_SPREAD = 0.03
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +77,32 @@ class Timing:
             return 0.0
         q1, _, q3 = statistics.quantiles(self.samples_s, n=4, method="inclusive")
         return q3 - q1
+
+    @property
+    def q1_s(self) -> float:
+        """The first quartile of the samples (the median itself with one sample)."""
+        return self._quartiles()[0]
+
+    @property
+    def q3_s(self) -> float:
+        """The third quartile of the samples."""
+        return self._quartiles()[1]
+
+    def _quartiles(self) -> tuple[float, float]:
+        if len(self.samples_s) < 2:
+            return self.median_s, self.median_s
+        q1, _, q3 = statistics.quantiles(self.samples_s, n=4, method="inclusive")
+        return q1, q3
+
+    @property
+    def relative_spread(self) -> float:
+        """The interquartile range as a fraction of the median."""
+        return self.iqr_s / self.median_s if self.median_s > 0 else 0.0
+
+    @property
+    def wide(self) -> bool:
+        """Whether the spread is wide (over :data:`WIDE_SPREAD` of the median): the point is within noise."""
+        return self.relative_spread > WIDE_SPREAD
 
     @property
     def num_samples(self) -> int:
@@ -233,6 +279,8 @@ def time_fn(
     max_samples: int = 100,
     budget_s: float = 0.25,
     min_sample_s: float = 2e-3,
+    target_spread: float | None = None,
+    warmup_s: float | None = None,
 ) -> Timing:
     """Time ``fn()`` (called with no arguments) on ``device``; return a :class:`Timing`.
 
@@ -246,14 +294,29 @@ def time_fn(
       ``budget_s`` is spent (at least ``min_samples``, at most ``max_samples``), as planned
       from one timed call; on a machine busier than that call showed, sampling stops at
       twice the planned time, once it has ``min_samples``.
+    - ``target_spread``: once the planned samples are taken, keep sampling until the
+      interquartile range is at most this fraction of the median, for up to four times
+      ``budget_s`` more. Default: :data:`GPU_TARGET_SPREAD` on a GPU, none on a CPU (and on a
+      simulated GPU, which is a CPU).
+    - ``warmup_s``: warm up for at least this long as well as ``warmup`` calls, each call
+      waited for (default: 20 ms on a GPU, whose clocks rise under load, none on a CPU).
     """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
     if min_samples < 1 or max_samples < min_samples:
         raise ValueError(f"need 1 <= min_samples <= max_samples, got {min_samples} and {max_samples}")
     device = torch.device(device) if device is not None else best_device()
-    for _ in range(warmup):
+    gpu = _real_accelerator(device)
+    if target_spread is None and gpu:
+        target_spread = GPU_TARGET_SPREAD
+    if warmup_s is None:
+        warmup_s = 0.02 if gpu else 0.0
+    warm_until, calls_made = time.perf_counter() + warmup_s, 0
+    while calls_made < warmup or time.perf_counter() < warm_until:
         fn()
+        calls_made += 1
+        if warmup_s > 0:
+            synchronize(device)
     estimate_s = max(_wall_sample(fn, 1, device), 1e-9)
     calls, samples = _plan(estimate_s, min_samples, max_samples, budget_s, min_sample_s)
     use_events = mode == "device" and device.type == "cuda"
@@ -268,6 +331,15 @@ def time_fn(
         samples_s.append(sample(fn, calls, device))
         if len(samples_s) >= min_samples and time.perf_counter() > deadline:
             break
+    if target_spread is not None:
+        # Repeat until the middle half of the samples is narrow, or the extra budget is spent.
+        spread_deadline = time.perf_counter() + 4 * budget_s
+        while (
+            _relative_iqr(samples_s) > target_spread
+            and time.perf_counter() < spread_deadline
+            and len(samples_s) < 10 * max_samples
+        ):
+            samples_s.append(sample(fn, calls, device))
     return Timing(
         samples_s=tuple(samples_s),
         calls_per_sample=calls,
@@ -276,6 +348,109 @@ def time_fn(
         flops=flops,
         bytes_moved=bytes_moved,
     )
+
+
+def _real_accelerator(device: torch.device) -> bool:
+    from . import simulated
+
+    return device.type != "cpu" and not simulated.is_simulating()
+
+
+def _relative_iqr(samples: Sequence[float]) -> float:
+    if len(samples) < 2:
+        return math.inf
+    q1, median, q3 = statistics.quantiles(samples, n=4, method="inclusive")
+    return (q3 - q1) / median if median > 0 else 0.0
+
+
+class Series(dict):
+    """Measured series by name, each a list of medians, and each point's spread beside it.
+
+    ``series.add(name, timing)`` appends the median of a :class:`Timing` to the series ``name``
+    and its interquartile range to ``series.spread[name]``, as ``[low, high]``; ``value`` turns
+    seconds into what is plotted (``lambda s: s * 1e3`` for milliseconds, ``lambda s: batch / s``
+    for samples per second), for the median and both quartiles alike. A panel's experiment
+    returns it in its result like a plain dict of lists; the panel moves the spreads into the
+    result's ``"spread"`` entry, which its figure draws and a record keeps.
+    """
+
+    def __init__(self, value: Callable[[float], float] | None = None):
+        super().__init__()
+        self.value = value
+        self.spread: dict[str, list[list[float]]] = {}
+
+    def add(self, name: str, timing: Timing, value: Callable[[float], float] | None = None) -> float:
+        """Append ``timing``'s median (through ``value``, else the series' own) to ``name``; return it."""
+        convert = value or self.value or (lambda seconds: seconds)
+        middle = convert(timing.median_s)
+        low, high = sorted((convert(timing.q1_s), convert(timing.q3_s)))
+        self.setdefault(name, []).append(middle)
+        self.spread.setdefault(name, []).append([low, high])
+        return middle
+
+
+def with_spread(result):
+    """``result`` with each top-level :class:`Series` made a plain dict, its spreads under ``result["spread"]``.
+
+    Other results are returned as they are.
+    """
+    if not isinstance(result, dict) or not any(isinstance(v, Series) for v in result.values()):
+        return result
+    plain = {key: (dict(value) if isinstance(value, Series) else value) for key, value in result.items()}
+    spread = dict(plain.get("spread") or {})
+    spread.update({key: value.spread for key, value in result.items() if isinstance(value, Series)})
+    plain["spread"] = spread
+    return plain
+
+
+def spread_of(result: dict, y: str, name: str, index: int) -> tuple[float, float] | None:
+    """The ``[low, high]`` spread of point ``index`` of series ``name`` of ``result[y]``, if measured."""
+    points = ((result.get("spread") or {}).get(y) or {}).get(name)
+    if points is None or index >= len(points) or points[index] is None:
+        return None
+    low, high = points[index]
+    return low, high
+
+
+def is_wide(value: float, spread: tuple[float, float] | None) -> bool:
+    """Whether a point's spread is more than :data:`WIDE_SPREAD` of its value."""
+    if spread is None or not value:
+        return False
+    return (spread[1] - spread[0]) / abs(value) > WIDE_SPREAD
+
+
+def noise_line(result) -> str:
+    """One line saying how many of ``result``'s measured points are within noise ("" when none is, or
+    nothing was measured with a spread): a panel adds it to its summary instead of drawing a conclusion."""
+    spread = result.get("spread") if isinstance(result, dict) else None
+    if not spread:
+        return ""
+    total = wide = 0
+    for y, by_name in spread.items():
+        values = result.get(y) if isinstance(result.get(y), dict) else {}
+        for name in by_name:
+            for index, value in enumerate(values.get(name) or ()):
+                if value is None:
+                    continue
+                total += 1
+                wide += is_wide(value, spread_of(result, y, name, index))
+    if not wide:
+        return ""
+    return (
+        f"{wide} of {total} points within noise (their repeats spread over {WIDE_SPREAD:.0%} of the median; "
+        "a busy machine?): read no difference from them"
+    )
+
+
+def apart(a: float, a_spread, b: float, b_spread) -> bool:
+    """Whether two measured points differ by more than their spreads: their ``[low, high]`` ranges
+    do not overlap, and neither point is wide. Without spreads, a difference of more than
+    :data:`WIDE_SPREAD` of the larger counts."""
+    if a_spread is None or b_spread is None:
+        return abs(a - b) > WIDE_SPREAD * max(abs(a), abs(b))
+    if is_wide(a, a_spread) or is_wide(b, b_spread):
+        return False
+    return a_spread[1] < b_spread[0] or b_spread[1] < a_spread[0]
 
 
 def crossover(sizes: Sequence[float], baseline_s: Sequence[float], candidate_s: Sequence[float]):

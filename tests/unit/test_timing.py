@@ -212,3 +212,172 @@ def test_matmul_n_for_sizes_a_multiply_by_the_measured_rate(monkeypatch):
     assert timing.matmul_n_for(1e-9, "cpu") == 256  # never below one step
     monkeypatch.setattr(memory, "largest_square_n", lambda device, matrices, dtype: 1000)
     assert timing.matmul_n_for(10.0, "cpu") == 768  # three matrices must fit
+
+
+def _fake_clock(monkeypatch, sample_values):
+    """time_fn's samples come from ``sample_values`` (an iterator of seconds per call) on a fake clock."""
+    clock = [0.0]
+
+    def fake_sample(fn, calls, device):
+        value = next(sample_values)
+        clock[0] += calls * value
+        return value
+
+    monkeypatch.setattr(timing, "_wall_sample", fake_sample)
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: clock[0])
+    return clock
+
+
+def test_a_wide_point_is_repeated_until_its_spread_is_small(monkeypatch):
+    # The first ten samples alternate 1 and 2 ms (IQR 100% of the median); every later one is 1 ms: the timer
+    # keeps sampling past its plan until the middle half of the samples is within 3% of the median.
+    values = iter([1e-3] + [1e-3, 2e-3] * 5 + [1e-3] * 1000)
+    _fake_clock(monkeypatch, values)
+    result = time_fn(
+        lambda: None,
+        device="cpu",
+        mode="wall",
+        warmup=0,
+        budget_s=0.01,
+        min_samples=10,
+        max_samples=10,
+        min_sample_s=1e-3,
+        target_spread=0.03,
+    )
+    assert result.num_samples > 10
+    assert result.relative_spread <= 0.03
+    assert result.median_s == 1e-3
+
+
+def test_a_point_that_stays_wide_stops_when_its_extra_budget_is_spent(monkeypatch):
+    values = iter([1e-3] + [1e-3, 3e-3] * 10_000)
+    clock = _fake_clock(monkeypatch, values)
+    result = time_fn(
+        lambda: None,
+        device="cpu",
+        mode="wall",
+        warmup=0,
+        budget_s=0.01,
+        min_samples=4,
+        max_samples=10,
+        min_sample_s=1e-3,
+        target_spread=0.03,
+    )
+    assert result.relative_spread > 0.03 and result.wide
+    assert clock[0] < 0.01 * 2 + 4 * 0.01 + 0.01  # the plan, at most twice over, then four budgets more
+
+
+def test_a_cpu_takes_no_extra_samples_unless_asked(monkeypatch):
+    values = iter([1e-3] + [1e-3, 2e-3] * 1000)
+    _fake_clock(monkeypatch, values)
+    result = time_fn(
+        lambda: None,
+        device="cpu",
+        mode="wall",
+        warmup=0,
+        budget_s=0.01,
+        min_samples=10,
+        max_samples=10,
+        min_sample_s=1e-3,
+    )
+    assert result.num_samples == 10 and result.wide
+
+
+def test_warm_up_lasts_its_time_as_well_as_its_calls():
+    calls = []
+
+    def work():
+        calls.append(time.perf_counter())
+        _spin(1e-3)
+
+    time_fn(
+        work,
+        device="cpu",
+        mode="wall",
+        warmup=2,
+        warmup_s=0.03,
+        min_samples=1,
+        max_samples=1,
+        budget_s=0.0,
+        min_sample_s=0.0,
+    )
+    # at least 30 ms of warm-up calls (about 30 of 1 ms), then one call to plan and one sample
+    assert len(calls) >= 20
+
+
+def test_quartiles_and_the_relative_spread():
+    t = Timing(samples_s=(1.0, 2.0, 3.0, 4.0, 5.0), calls_per_sample=1, device="cpu", clock="wall clock")
+    assert (t.q1_s, t.median_s, t.q3_s) == (2.0, 3.0, 4.0)
+    assert t.relative_spread == pytest.approx(2 / 3) and t.wide
+    one = Timing(samples_s=(2.0,), calls_per_sample=1, device="cpu", clock="wall clock")
+    assert (one.q1_s, one.q3_s, one.relative_spread, one.wide) == (2.0, 2.0, 0.0, False)
+
+
+def test_a_series_keeps_each_median_with_its_spread_in_the_unit_plotted():
+    fast = Timing(samples_s=(1e-3, 2e-3, 3e-3), calls_per_sample=1, device="cpu", clock="wall clock")
+    slow = Timing(samples_s=(4e-3, 4e-3, 4e-3), calls_per_sample=1, device="cpu", clock="wall clock")
+    ms = gpulab.Series(lambda s: s * 1e3)
+    ms.add("a", fast)
+    ms.add("a", slow)
+    rate = gpulab.Series()
+    rate.add("b", fast, lambda s: 64 / s)  # samples per second: the quartiles swap ends
+    assert ms == {"a": [pytest.approx(2.0), pytest.approx(4.0)]}
+    assert ms.spread == {"a": [[pytest.approx(1.5), pytest.approx(2.5)], [pytest.approx(4.0), pytest.approx(4.0)]]}
+    low, high = rate.spread["b"][0]
+    assert low == pytest.approx(64 / 2.5e-3) and high == pytest.approx(64 / 1.5e-3)
+    result = timing.with_spread({"ms": ms, "rate": rate, "device": "cpu"})
+    assert (
+        type(result["ms"]) is dict and result["spread"]["ms"] == ms.spread and result["spread"]["rate"] == rate.spread
+    )
+    assert timing.with_spread({"ms": {"a": [1.0]}}) == {"ms": {"a": [1.0]}}  # nothing measured with a spread
+
+
+def test_two_points_are_apart_only_beyond_their_spreads():
+    assert timing.apart(1.0, (0.98, 1.02), 1.5, (1.48, 1.53))
+    assert not timing.apart(1.0, (0.98, 1.02), 1.01, (1.0, 1.03))  # overlapping
+    assert not timing.apart(1.0, (0.8, 1.3), 2.0, (1.95, 2.05))  # one point is wide
+    assert timing.apart(1.0, None, 1.2, None) and not timing.apart(1.0, None, 1.05, None)
+
+
+def test_a_panel_says_how_many_points_are_within_noise():
+    result = {"ms": {"a": [1.0, 2.0, 3.0]}, "spread": {"ms": {"a": [[0.99, 1.01], [1.0, 3.0], [2.9, 3.1]]}}}
+    line = timing.noise_line(result)
+    assert line.startswith("1 of 3 points within noise")
+    result["spread"]["ms"]["a"][1] = [1.99, 2.01]
+    assert timing.noise_line(result) == "" and timing.noise_line({"ms": {"a": [1.0]}}) == ""
+
+
+def test_on_a_gpu_a_point_is_repeated_to_the_gpu_target_and_warmed_for_a_while(monkeypatch):
+    # What time_fn does by default on a real GPU, shown on the CPU with the GPU test answered yes.
+    monkeypatch.setattr(timing, "_real_accelerator", lambda device: True)
+    monkeypatch.setattr(timing, "synchronize", lambda device: None)
+    values = iter([1e-3] + [1e-3, 2e-3] * 5 + [1e-3] * 1000)
+    clock = _fake_clock(monkeypatch, values)
+    warm = []
+
+    def call():  # a warm-up call of 1 ms on the fake clock
+        warm.append(1)
+        clock[0] += 1e-3
+
+    result = time_fn(
+        call, device="cpu", mode="wall", warmup=0, budget_s=0.01, min_samples=10, max_samples=10, min_sample_s=1e-3
+    )
+    assert result.num_samples > 10 and result.relative_spread <= timing.GPU_TARGET_SPREAD
+    assert len(warm) == 20  # 20 ms of warm-up at 1 ms a call, with no warm-up calls asked for
+
+
+def test_a_simulated_gpu_is_timed_as_the_cpu_it_is():
+    import os
+    import subprocess
+    import sys
+
+    script = "import torch, gpulab.timing as t; print(t._real_accelerator(torch.device('cuda')))"
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**os.environ, "GPULAB_SIMULATE": "t4"},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    assert out.stdout.strip().splitlines()[-1] == "False"
