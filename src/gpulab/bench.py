@@ -98,7 +98,7 @@ def record_of(panel, lesson: str, command: str) -> dict[str, Any]:
     """
     import torch
 
-    from . import __version__, devices, simulated
+    from . import __version__, devices, reference, simulated
 
     if simulated.is_simulating():
         raise BenchError(
@@ -109,7 +109,7 @@ def record_of(panel, lesson: str, command: str) -> dict[str, Any]:
     infos = devices.describe()
     best = str(devices.best_device())
     device = next((info for info in infos if info.device == best), infos[-1])
-    return {
+    record = {
         "name": panel.name,
         "lesson": lesson,
         "device": dataclasses.asdict(device),
@@ -125,6 +125,11 @@ def record_of(panel, lesson: str, command: str) -> dict[str, Any]:
         "estimated_s": panel.estimate_s(**panel.values) if panel.estimate_s is not None else None,
         "result": _jsonable(panel.result, f"{panel.name}'s result"),
     }
+    # The points a reader cannot tell from noise, by the spreads the panel measured (see gpulab.reference).
+    mark = reference.noise_mark(record)
+    if mark is not None:
+        record["noisy"] = mark
+    return record
 
 
 def _code_cells(path: Path) -> list[str]:
@@ -249,5 +254,9 @@ def _write(panel, lesson: str, out: Path, command: str, plots) -> Recorded:
         figure = plots.new_figure(panel.figsize)
         panel.plot(panel.result, figure)
         png_path = plots.save(figure, out / f"{panel.name}.png")
+    from . import timing
+
     summary = panel.summary(panel.result) if panel.summary is not None else ""
+    noise = timing.noise_line(panel.result)
+    summary = f"{summary} · {noise}" if summary and noise else summary or noise
     return Recorded(panel.name, lesson, json_path, png_path, panel.elapsed_s or 0.0, summary, panel)

@@ -539,6 +539,33 @@ def series(
         marker = marker_of(figure, kind)
         return dict(color=color_of(figure, kind, prefer), marker=marker, markevery=max(1, count // 16))
 
+    def spread_band(run: dict, name: str, values, line, noisy_x: set) -> None:
+        """The series' spread as a band in its colour, and its points within noise collected to be ringed."""
+        spread = ((run.get("spread") or {}).get(y) or {}).get(name)
+        shown = {p[0] for p in points(run, values)}
+        band = []
+        for index, (x_value, value) in enumerate(zip(run[x], values)):
+            if value is None or x_value not in shown:
+                continue
+            plotted = (derive(x_value, value) if derive else value) * scale
+            if x_value in noisy_x or (
+                spread is not None and timing.is_wide(value, timing.spread_of(run, y, name, index))
+            ):
+                rings.append((x_value, plotted))
+            if spread is not None and index < len(spread) and spread[index] is not None:
+                ends = sorted((derive(x_value, end) if derive else end) * scale for end in spread[index])
+                band.append((x_value, *ends))
+        if band:
+            banded.append(name)
+            xs, lows, highs = zip(*band)
+            ax.fill_between(
+                xs, lows, highs, color=line.get_color(), alpha=0.2, linewidth=0, label="_spread", gid=f"spread|{name}"
+            )
+
+    from . import timing
+
+    rings: list[tuple[float, float]] = []
+    banded: list[str] = []
     lo, hi = min(result[x]), max(result[x])
     if not by_device:  # what each measured series asked for first: a figure's later kinds take what is left
         for name in [*result[y], *(reference["result"][y] if reference is not None else ())]:
@@ -559,6 +586,7 @@ def series(
             gid=f"yours|{name}",
             **look(name if by_device else what, prefer, len(xs)),
         )
+        spread_band(result, name, values, lines[-1], set())
     if reference is not None:
         from . import reference as records
 
@@ -595,7 +623,31 @@ def series(
                 gid=f"reference|{name}",
                 **look(kind, prefer, len(xs)),
             )
+            spread_band(reference["result"], name, values, lines[-1], records.noisy(reference, y, name))
+    if rings:
+        xs, ys = zip(*rings)
+        ax.plot(
+            xs,
+            ys,
+            linestyle="none",
+            marker="o",
+            markersize=11,
+            markerfacecolor="none",
+            markeredgewidth=1.3,
+            color="#000000",
+            zorder=5,
+            label=NOISY_LABEL,
+            gid="mark|noisy",
+        )
+        note(figure, NOISY_NOTE)
+    if banded:
+        note(figure, SPREAD_NOTE)
     return lines
+
+
+NOISY_LABEL = "within noise (ringed)"
+NOISY_NOTE = "ringed: a point within noise (the spread of its repeats was wide, or it took longer than a bigger job)"
+SPREAD_NOTE = "shaded: the middle half of each point's repeats"
 
 
 def reference_cpu(record: dict) -> str:

@@ -582,3 +582,107 @@ def describe(name: str | Callable) -> str:
         # Processes on the host (lesson 06's gloo): the record is the host's, not the GPU's.
         host = f"{result['backend']} between processes on the host ({cpu_label(record)}) of a machine with "
     return f"reference: {host}{device}{variant}, torch {record['torch']}, recorded {record['recorded']}"
+
+
+# ---------------------------------------------------------------- noise
+
+# Where a record's series measure the same job at growing sizes, the time a job takes can only grow
+# with its work: a point that took clearly longer than a bigger job of the same series was slowed by
+# something else (a first allocation for a new size, a clock change, another process). For each panel:
+# (the result's series, its x, how a value gives a time — "time": it is one; "rate": work per second,
+# the work growing as x ** power; "per": a time per unit of x —, power).
+WORK_AXES: dict[str, tuple[tuple[str, str, str, int], ...]] = {
+    "00_overhead": (("seconds", "sizes", "time", 1),),
+    "00_roofline": (("gflops", "batches", "rate", 1),),
+    "01_matmul": (("seconds", "sizes", "time", 1),),
+    "02_bandwidth": (("gbps", "sizes", "rate", 1),),
+    "02_sync": (("seconds_per_step", "steps", "per", 1),),
+    "03_placement": (("ms_per_step", "batches", "time", 1),),
+    "03_throughput": (("samples_per_s", "batches", "rate", 1),),
+    "05_matmul": (("tflops", "sizes", "rate", 3),),
+    "06_allreduce": (("seconds", "sizes", "time", 1),),
+    "09_fusion": (("seconds", "sizes", "time", 1), ("gbps", "sizes", "rate", 1)),
+}
+# A job may take this fraction longer than a bigger one before the rule calls it noise.
+NOISE_TOLERANCE = 0.25
+NOISE_RULE = (
+    "a point is within noise when the interquartile range of its repeats is over 10% of its median, or, where "
+    "the series times one job at growing sizes, when it took over 1.25× the time of a bigger job of the same "
+    "series (noise only ever adds time)"
+)
+
+
+def _time_of(kind: str, power: int, x: float, value: float | None) -> float | None:
+    if value is None or value <= 0:
+        return None
+    return {"time": value, "rate": x**power / value, "per": value * x}[kind]
+
+
+def noisy_points(record: dict[str, Any]) -> dict[str, dict[str, list]]:
+    """The points of ``record`` that :data:`NOISE_RULE` finds within noise: ``{series key: {name: [x, ...]}}``.
+
+    Read from the numbers and spreads the record holds; the record's own ``"noisy"`` field (see
+    :func:`noise_mark`) is not consulted.
+    """
+    from . import timing
+
+    result = record["result"]
+    found: dict[str, dict[str, list]] = {}
+    axes = {y: (x, kind, power) for y, x, kind, power in WORK_AXES.get(record.get("name", ""), ())}
+    measured = set(axes) | set(result.get("spread") or {})
+    for y in sorted(measured):
+        if not isinstance(result.get(y), dict):
+            continue
+        x_key = axes[y][0] if y in axes else next((k for k in ("sizes", "batches", "steps") if k in result), None)
+        xs = result.get(x_key) if x_key else None
+        for name, values in result[y].items():
+            if not isinstance(values, list) or xs is None or len(xs) != len(values):
+                continue
+            times = [_time_of(axes[y][1], axes[y][2], x, v) for x, v in zip(xs, values)] if y in axes else None
+            bad = []
+            for i, (x, value) in enumerate(zip(xs, values)):
+                if value is None:
+                    continue
+                if timing.is_wide(value, timing.spread_of(result, y, name, i)):
+                    bad.append(x)
+                elif times is not None and times[i] is not None:
+                    later = [t for t in times[i + 1 :] if t is not None]
+                    if later and times[i] > (1 + NOISE_TOLERANCE) * min(later):
+                        bad.append(x)
+            if bad:
+                found.setdefault(y, {})[name] = bad
+    return found
+
+
+def noise_mark(record: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``"noisy"`` field a record carries: the rule and the points it finds; None where the record has
+    no series the rule applies to (memory counts, losses, a series over versions)."""
+    result = record["result"]
+    if record.get("name") not in WORK_AXES and not result.get("spread"):
+        return None
+    return {"rule": NOISE_RULE, "points": noisy_points(record)}
+
+
+def noisy(record: dict[str, Any] | None, y: str, name: str) -> set:
+    """The x values of series ``name`` of ``record["result"][y]`` that are within noise: as the record marks
+    them, or as :func:`noisy_points` finds them in a record not marked."""
+    if record is None:
+        return set()
+    mark = record.get("noisy")
+    points = mark["points"] if isinstance(mark, dict) and "points" in mark else noisy_points(record)
+    return set((points.get(y) or {}).get(name) or ())
+
+
+def mark_noise_in(path) -> dict[str, Any] | None:
+    """Add (or renew) the ``"noisy"`` field of the record at ``path`` from :func:`noise_mark`, leaving every
+    number as it is; return the mark. Records made before the rule get their marks this way."""
+    from pathlib import Path
+
+    path = Path(path)
+    record = validate(json.loads(path.read_text(encoding="utf-8")), path.stem)
+    mark = noise_mark(record)
+    record.pop("noisy", None)
+    if mark is not None:
+        record["noisy"] = mark
+    path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    return mark

@@ -35,7 +35,7 @@ from typing import Any
 
 import ipywidgets as w
 
-from . import plots, units
+from . import plots, timing, units
 
 __all__ = [
     "Panel",
@@ -380,9 +380,11 @@ class Panel:
         failure = text = None
         self._figure_png, self.alt_text = None, ""
         try:
-            result = self.experiment(progress=self._report_progress, **self.values)
+            result = timing.with_spread(self.experiment(progress=self._report_progress, **self.values))
             self.experiment_s = time.perf_counter() - start
             line = self.summary(result) if self.summary is not None else ""
+            noise = timing.noise_line(result)
+            line = f"{line} · {noise}" if line and noise else line or noise
             if self.plot is not None:
                 figure = plots.new_figure(self.figsize)
                 self.plot(result, figure)

@@ -6,7 +6,7 @@ import html
 import pytest
 import torch
 
-from gpulab import plots
+from gpulab import plots, reference
 
 
 def labelled_ticks(ax, axis="y"):
@@ -275,3 +275,44 @@ def test_a_marks_label_near_the_right_edge_goes_on_the_left_of_its_line():
     right, left = ax.texts
     assert right.get_horizontalalignment() == "right" and right.xyann[0] < 0
     assert left.get_horizontalalignment() == "left" and left.xyann[0] > 0
+
+
+def _drawn_marks(ax):
+    return {line.get_gid(): line for line in ax.get_lines() if (line.get_gid() or "").startswith("mark|")}
+
+
+def test_series_shade_each_points_spread_and_ring_the_points_within_noise():
+    # Yours: 3 points, the middle one wide (IQR 1.0 around 2.0 ms); the reference: a record marked noisy at 128.
+    mine = {
+        "sizes": [64, 128, 256],
+        "seconds": {"cpu": [1e-3, 2e-3, 4e-3]},
+        "spread": {"seconds": {"cpu": [[0.99e-3, 1.01e-3], [1.5e-3, 2.5e-3], [3.98e-3, 4.02e-3]]}},
+    }
+    theirs = {"sizes": [64, 128, 256], "seconds": {"cuda:0": [1e-4, 5e-4, 2e-4]}}
+    record = reference_record(theirs)
+    record["noisy"] = {"rule": reference.NOISE_RULE, "points": {"seconds": {"cuda:0": [128]}}}
+    figure = plots.new_figure()
+    ax = figure.subplots()
+    plots.series(ax, mine, x="sizes", y="seconds", scale=1e3, by_device=True, reference=record)
+    bands = [c for c in ax.collections if (c.get_gid() or "").startswith("spread|")]
+    assert [band.get_gid() for band in bands] == ["spread|cpu"]  # the reference measured no spread
+    vertices = bands[0].get_paths()[0].vertices
+    assert vertices[:, 1].min() == pytest.approx(0.99) and vertices[:, 1].max() == pytest.approx(4.02)
+    rings = _drawn_marks(ax)["mark|noisy"]
+    assert sorted(zip(rings.get_xdata(), rings.get_ydata())) == [(128, pytest.approx(0.5)), (128, pytest.approx(2.0))]
+    assert rings.get_label() == plots.NOISY_LABEL and rings.get_markerfacecolor() == "none"
+    assert plots.NOISY_NOTE in figure._supxlabel.get_text() and plots.SPREAD_NOTE in figure._supxlabel.get_text()
+
+
+def test_series_of_clean_points_ring_nothing():
+    mine = {
+        "sizes": [64, 128],
+        "seconds": {"cpu": [1e-3, 2e-3]},
+        "spread": {"seconds": {"cpu": [[0.99e-3, 1.01e-3], [1.98e-3, 2.02e-3]]}},
+    }
+    figure = plots.new_figure()
+    ax = figure.subplots()
+    plots.series(ax, mine, x="sizes", y="seconds", by_device=True)
+    assert "mark|noisy" not in _drawn_marks(ax) and plots.NOISY_NOTE not in (
+        figure._supxlabel.get_text() if figure._supxlabel else ""
+    )

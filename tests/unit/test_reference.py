@@ -408,3 +408,67 @@ def test_a_figure_of_another_quantity_cannot_be_drawn(monkeypatch):
     monkeypatch.setattr(figures.allreduce, "published_keys", figures.allreduce.published_keys + ("wrong",))
     with pytest.raises(ValueError, match="TFLOP/s, which is no B/s"):
         drawn("06_allreduce", RESULTS["06_allreduce"][0])
+
+
+def _timed(name, xs, series, key="ms_per_step", x="batches", spread=None):
+    result = {x: xs, key: series}
+    if spread is not None:
+        result["spread"] = {key: spread}
+    return {
+        "name": name,
+        "device": {"name": "GPU"},
+        "torch": "2.11",
+        "recorded": "2026-11-27",
+        "command": "gpulab bench",
+        "result": result,
+    }
+
+
+def test_a_job_that_took_longer_than_a_bigger_one_is_within_noise():
+    record = _timed("03_placement", [16, 32, 64, 128], {"kept": [1.0, 3.9, 1.1, 1.2], "flat": [1.0, 1.1, 0.95, 1.0]})
+    # 3.9 ms at 32 is over 1.25× the 1.1 ms of batch 64; the flat series wanders within 25%
+    assert reference.noisy_points(record) == {"ms_per_step": {"kept": [32]}}
+
+
+def test_a_rate_is_turned_into_the_time_of_its_job_before_the_rule():
+    # GB/s over sizes: 4 GB/s at 1 KiB then 1 GB/s at 2 KiB is fine (the bigger copy took longer);
+    # 1 GB/s at 1 KiB then 8 GB/s at 2 KiB means the small copy took 4× the time of the big one: noise.
+    fine = _timed("02_bandwidth", [1024, 2048], {"copy": [4.0, 1.0]}, key="gbps", x="sizes")
+    slow = _timed("02_bandwidth", [1024, 2048], {"copy": [1.0, 8.0]}, key="gbps", x="sizes")
+    assert reference.noisy_points(fine) == {} and reference.noisy_points(slow) == {"gbps": {"copy": [1024]}}
+
+
+def test_a_point_with_a_wide_spread_is_within_noise_in_any_record():
+    record = _timed(
+        "07_slow_loop",
+        [0, 1],
+        {"one epoch": [10.0, 5.0]},
+        key="ms_per_epoch",
+        x="steps",
+        spread={"one epoch": [[9.9, 10.1], [4.0, 6.0]]},
+    )
+    assert reference.noisy_points(record) == {"ms_per_epoch": {"one epoch": [1]}}
+    assert reference.noise_mark(record)["rule"] == reference.NOISE_RULE
+
+
+def test_a_record_with_nothing_timed_gets_no_mark():
+    record = {"name": "04_batch", "device": {"name": "GPU"}, "result": {"batches": [1], "bytes": {"a": [1]}}}
+    assert reference.noise_mark(record) is None and reference.noisy(record, "bytes", "a") == set()
+
+
+def test_every_shipped_record_carries_the_mark_its_numbers_give():
+    # The marks are the rule's, read from the numbers; a record is marked, never edited.
+    for name in reference.names():
+        record = reference.load(name)
+        assert record.get("noisy") == reference.noise_mark(record), name
+
+
+def test_marking_a_record_adds_the_field_and_changes_no_number(tmp_path):
+    record = _timed("03_placement", [16, 32, 64], {"kept": [1.0, 3.9, 1.1]})
+    path = tmp_path / "03_placement.json"
+    path.write_text(json.dumps(record))
+    mark = reference.mark_noise_in(path)
+    written = json.loads(path.read_text())
+    assert mark == written["noisy"] and written["noisy"]["points"] == {"ms_per_step": {"kept": [32]}}
+    assert {k: v for k, v in written.items() if k != "noisy"} == record
+    assert reference.noisy(written, "ms_per_step", "kept") == {32}
