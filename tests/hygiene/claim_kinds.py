@@ -15,6 +15,9 @@ class Claim:
     sentence: str
     check: Callable[..., None]  # check(records): asserts what the sentence says of them
     where: str | None = None
+    # The sentence says the points it reads are within noise (the records mark them so); every other
+    # claim may read no point marked within noise.
+    about_noise: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

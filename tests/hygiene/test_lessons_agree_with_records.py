@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulab import course
+from gpulab import course, reference
 
 from conftest import ROOT
 
@@ -36,15 +36,71 @@ RUN = ROOT / "tools" / "gpu-runner" / "records" / "2026-11-25-h100"
 RESULTS = ROOT / "src" / "gpulab" / "reference_results"
 
 
+class Watched(list):
+    """A recorded series that remembers which of its points were read (by index, slice or iteration)."""
+
+    def __init__(self, values, read: set, where: tuple):
+        super().__init__(values)
+        self._read, self._where = read, where
+
+    def _mark(self, indices) -> None:
+        self._read.update((*self._where, i) for i in indices)
+
+    def __getitem__(self, index):
+        self._mark(range(len(self))[index] if isinstance(index, slice) else [range(len(self))[index]])
+        return super().__getitem__(index)
+
+    def __iter__(self):
+        self._mark(range(len(self)))
+        return super().__iter__()
+
+
 class Records:
     """The H100 SXM run's records: ``result(name)`` is a panel's result, ``record(name)`` its whole record
-    (device, torch, settings), ``log(file)`` and ``probe`` the run's logs and probe."""
+    (device, torch, settings), ``log(file)`` and ``probe`` the run's logs and probe.
+
+    The series of a result remember which points a check read: ``noise_read()`` lists those the record marks
+    within noise (its ``"noisy"`` field, :func:`gpulab.reference.noisy_points`), which no comparison may rest on."""
+
+    def __init__(self):
+        self.read: set = set()
+        self.noisy: set = set()
 
     def record(self, name: str) -> dict:
-        return json.loads((RESULTS / f"{name}.json").read_text())
+        record = json.loads((RESULTS / f"{name}.json").read_text())
+        result, marks = record["result"], (record.get("noisy") or {}).get("points", {})
+        for y, by_name in marks.items():
+            x_key = (
+                next(x for key, x, _, _ in reference.WORK_AXES.get(name, ()) if key == y)
+                if (name in reference.WORK_AXES and any(key == y for key, *_ in reference.WORK_AXES[name]))
+                else next(k for k in ("sizes", "batches", "steps") if k in result)
+            )
+            for series, xs in by_name.items():
+                self.noisy.update((name, y, series, result[x_key].index(x)) for x in xs)
+        for y in {y for y, *_ in reference.WORK_AXES.get(name, ())} | set(marks):
+            for series, values in result[y].items():
+                if isinstance(values, list):
+                    result[y][series] = Watched(values, self.read, (name, y, series))
+        return record
 
     def result(self, name: str) -> dict:
         return self.record(name)["result"]
+
+    def clean(self, name: str, y: str, series: str) -> tuple[list, list]:
+        """The points of a series that its record does not mark within noise, as (xs, values); reading them
+        this way reads no noisy point."""
+        result = self.result(name)
+        x_key = next((x for key, x, _, _ in reference.WORK_AXES.get(name, ()) if key == y), None) or next(
+            k for k in ("sizes", "batches", "steps") if k in result
+        )
+        noisy = reference.noisy(self.record(name), y, series)
+        values = list(list.__iter__(result[y][series]))
+        pairs = [(x, v) for x, v in zip(result[x_key], values) if x not in noisy]
+        return [x for x, _ in pairs], [v for _, v in pairs]
+
+    def noise_read(self) -> list:
+        """The points within noise that were read, as (record, series key, series, index)."""
+        return sorted(self.read & self.noisy)
 
     def log(self, file: str, run: str = RUN.name) -> str:
         """A log of the 2026-11-25 run, or of another run in ``tools/gpu-runner/records/`` named by ``run``."""
@@ -104,7 +160,18 @@ def test_what_a_lesson_says_a_gpu_did_is_what_the_h100_recorded(lesson, claim):
     assert plain(claim.sentence) in plain(text_of(path)), (
         f"{path.relative_to(ROOT)} no longer says {claim.sentence!r}: read the new words against the record"
     )
-    claim.check(Records())
+    records = Records()
+    claim.check(records)
+    if claim.about_noise:
+        assert records.noise_read(), (
+            "the sentence says these points are within noise, but the check read none marked so"
+        )
+    else:
+        assert not records.noise_read(), (
+            f"the check reads points the records mark within noise ({reference.NOISE_RULE}): "
+            f"{records.noise_read()}; a sentence may not rest on them — drop it, or say they are within noise "
+            "(Claim(..., about_noise=True))"
+        )
 
 
 @pytest.mark.parametrize("lesson, unshown", UNSHOWN)

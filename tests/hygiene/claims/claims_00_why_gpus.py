@@ -105,8 +105,9 @@ def _where_the_ceilings_come_from(records):
     result = _h100_sxm(records)
     ceilings = result["ceilings"]["cuda:0"]
     assert ceilings["float32"] >= max(result["gflops"]["cuda:0"])  # the best any multiply reached
-    tf32 = records.result("05_matmul")
-    assert tf32["sizes"][-1] == 4096 and tf32["tflops"]["tf32"][-1] == max(tf32["tflops"]["tf32"])
+    # TF32's best, at n = 4096, over the points its record does not mark within noise (n = 64 to 256 are)
+    sizes, tf32 = records.clean("05_matmul", "tflops", "tf32")
+    assert sizes[-1] == records.result("05_matmul")["sizes"][-1] == 4096 and tf32[-1] == max(tf32), (sizes, tf32)
     # the copy: 256 MiB, since two such buffers fit (the lesson's copy_bytes)
     assert records.record("00_roofline")["device"]["total_memory_bytes"] > 2 * 256 * MiB
 

@@ -22,6 +22,8 @@ import json
 import re
 from pathlib import Path
 
+from gpulab.timing import apart
+
 from claim_kinds import Claim, Unshown
 
 GUIDE = "guide/09_kernels.md"
@@ -267,12 +269,24 @@ def _copy_roof_past_l2(records):
     assert gbps[GELU] <= gbps[COPY] and gbps[CHAIN] <= 1.01 * gbps[COPY], gbps
 
 
-def _gelu_passes_in_l2(records):
+def _in_l2_within_noise(records):
+    """At 16 MiB (x and its result, 32 MiB, fit the 50 MiB L2) each call still takes about what it takes at 16 KiB
+    (the curves are flat), and F.gelu's 2,965 GB/s and the copy's 2,732 are 8% apart: within noise, less than the
+    10% of the larger two unspread numbers must differ by (gpulab.timing.apart)."""
+    _flat_up_to_16_mib(records)
+    _, at_16 = _at(_fusion(records), 16 * MiB)
+    assert round(at_16[GELU]) == 2965 and round(at_16[COPY]) == 2732, at_16
+    assert not apart(at_16[GELU], None, at_16[COPY], None) and 2 * 16 * MiB < 50 * MiB, at_16
+
+
+def _in_l2_within_noise_of_the_roof(records):
+    """F.gelu's 2,965 GB/s at 16 MiB, inside the L2, and the copy's 2,930 at 256 MiB, past it: 1% apart, within
+    noise."""
     result = _fusion(records)
     _, at_16 = _at(result, 16 * MiB)
     _, at_256 = _at(result, 256 * MiB)
-    assert round(at_16[GELU]) == 2965 and round(at_16[COPY], -1) == 2730 and at_16[GELU] > at_16[COPY], at_16
-    assert at_16[GELU] > at_256[COPY] and 2 * 16 * MiB < 50 * MiB, (at_16, at_256)
+    assert round(at_16[GELU]) == 2965 and round(at_256[COPY], -1) == 2930, (at_16, at_256)
+    assert not apart(at_16[GELU], None, at_256[COPY], None) and 2 * 16 * MiB < 50 * MiB, (at_16, at_256)
 
 
 def _compile_record_at_width_64(records):
@@ -441,6 +455,7 @@ def _triton_timed(records):
     assert gbps["Triton GELU"] > 0.98 * gbps["F.gelu"]
     for name, ms in re.findall(r"^(Triton GELU|F\.gelu|copy)\s+([\d.]+) ms", printed, flags=re.M):
         assert abs(2 * 256 * MiB / (float(ms) * 1e-3) / 1e9 / gbps[name] - 1) < 0.01, (name, ms)
+    return gbps
 
 
 def _fused_under_the_roof(records):
@@ -478,11 +493,14 @@ def _guide_256_mib(records):
 
 
 def _guide_triton_printed(records):
-    """The log's lines, as the guide quotes them (spaces collapsed), and Triton and F.gelu both under the copy."""
+    """The log's lines, as the guide quotes them (spaces collapsed), and Triton and F.gelu both within noise of the
+    copy (2% and 1% under it: unspread numbers differ only by more than 10% of the larger, gpulab.timing.apart)."""
     printed = " ".join(_outputs(records, "09-022").split())
     for line in ("Triton GELU 0.184 ms 2914 GB/s", "F.gelu 0.182 ms 2947 GB/s", "copy 0.181 ms 2969 GB/s"):
         assert line in printed, printed
-    _triton_timed(records)
+    gbps = _triton_timed(records)
+    for name in ("Triton GELU", "F.gelu"):
+        assert not apart(gbps[name], None, gbps["copy"], None), gbps
     assert "big = torch.randn(2**26, device=device)" in _notebook_code("notebooks/09_kernels.ipynb")
 
 
@@ -606,9 +624,9 @@ CLAIMS = [
         _copy_roof_past_l2,
     ),
     Claim(
-        "Below that, data can stay in the cache between calls, and a kernel can outpace the copy (F.gelu: 2,965 GB/s at "
-        "16 MiB, the copy 2,732).",
-        _gelu_passes_in_l2,
+        "Below that, data can stay in the cache between calls, but at 16 MiB a call still costs about its launch: "
+        "F.gelu moved 2,965 GB/s there and the copy 2,732, within noise of each other.",
+        _in_l2_within_noise,
     ),
     Claim("The record holds no compiled series: that one is drawn for your device only.", _no_compiled_series),
     Claim(
@@ -750,8 +768,9 @@ CLAIMS = [
         GUIDE,
     ),
     Claim(
-        "While the data fits the L2 a curve can pass the copy's rate at 256 MiB: F.gelu moved 2,965 GB/s at 16 MiB.",
-        _gelu_passes_in_l2,
+        "While the data fits the L2 a curve may pass the copy's rate at 256 MiB, but the record cannot show it: "
+        "F.gelu's 2,965 GB/s at 16 MiB is within noise of the copy's 2,930.",
+        _in_l2_within_noise_of_the_roof,
         GUIDE,
     ),
     Claim(
@@ -762,8 +781,8 @@ CLAIMS = [
     ),
     Claim(
         "Section 5's timing cell, on the same machine at 256 MiB, printed Triton GELU 0.184 ms 2914 GB/s, F.gelu "
-        "0.182 ms 2947 GB/s and copy 0.181 ms 2969 GB/s: the room's own Triton kernel beside PyTorch's, both just under "
-        "the copy.",
+        "0.182 ms 2947 GB/s and copy 0.181 ms 2969 GB/s: the room's own Triton kernel beside PyTorch's, both within "
+        "noise of the copy.",
         _guide_triton_printed,
         GUIDE,
     ),
