@@ -162,6 +162,13 @@ def _copy(pipe, log) -> None:
         sys.stdout.buffer.flush()
 
 
+def _interruptible() -> None:
+    """In a step's process, before it starts: Ctrl-C ends it. A runner started in the background of a shell has
+    SIGINT ignored, which its steps would inherit through exec, and every step cut off would then wait out the
+    grace period before it was killed."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _stop(process: subprocess.Popen) -> None:
     """End the step and everything it started (its own process group): first as Ctrl-C would, so that pytest
     writes its summary and temporary folders go, then whatever is left, at once."""
@@ -214,6 +221,7 @@ def run_step(step: Step, folder: Path, seconds: float) -> Ran:
             stdout=stdout,
             stderr=subprocess.PIPE if step.stdout else subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=_interruptible,
         )
         if step.stdout:
             stdout.close()
