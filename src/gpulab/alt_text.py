@@ -430,6 +430,10 @@ def _line(ax, line, label: str) -> _Series:
         return _Series(label, [label, ""], [_NAME])
     elif len(points) == 1:
         full = f"{label}: {y(ys[0])} at {x(points[0][0])}"
+    elif str(line.get_linestyle()).lower() in ("none", "", " "):  # markers alone: points, not a curve
+        low, high = min(points, key=lambda p: p[1]), max(points, key=lambda p: p[1])
+        full = f"{label}: {len(points)} points, lowest {y(low[1])} at {x(low[0])}, highest {y(high[1])} at {x(high[0])}"
+        return _Series(label, [full, f"{label}: {len(points)} points", label, ""], [_FULL, _SHORT, _NAME])
     elif len({p[1] for p in points}) == 1:
         full = f"{label}: flat at {y(ys[0])} from {x(points[0][0])} to {x(points[-1][0])}"
     else:

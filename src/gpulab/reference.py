@@ -612,6 +612,20 @@ NOISE_RULE = (
 )
 
 
+# The x of a record's series where no work axis names it: what its panel swept.
+X_KEYS = ("sizes", "batches", "steps", "stage", "processes", "every", "parameters", "threads")
+
+
+def x_key(record: dict[str, Any], y: str) -> str | None:
+    """The key of ``record["result"]`` whose values are the x of the series ``y`` (None if it has none)."""
+    result = record["result"]
+    for key, x, _, _ in WORK_AXES.get(record.get("name", ""), ()):
+        if key == y:
+            return x
+    length = next((len(v) for v in (result.get(y) or {}).values() if isinstance(v, list)), None)
+    return next((k for k in X_KEYS if isinstance(result.get(k), list) and len(result[k]) == length), None)
+
+
 def _time_of(kind: str, power: int, x: float, value: float | None) -> float | None:
     if value is None or value <= 0:
         return None
@@ -633,8 +647,8 @@ def noisy_points(record: dict[str, Any]) -> dict[str, dict[str, list]]:
     for y in sorted(measured):
         if not isinstance(result.get(y), dict):
             continue
-        x_key = axes[y][0] if y in axes else next((k for k in ("sizes", "batches", "steps") if k in result), None)
-        xs = result.get(x_key) if x_key else None
+        key = x_key(record, y)
+        xs = result.get(key) if key else None
         for name, values in result[y].items():
             if not isinstance(values, list) or xs is None or len(xs) != len(values):
                 continue
@@ -661,6 +675,16 @@ def noise_mark(record: dict[str, Any]) -> dict[str, Any] | None:
     if record.get("name") not in WORK_AXES and not result.get("spread"):
         return None
     return {"rule": NOISE_RULE, "points": noisy_points(record)}
+
+
+def noisy_indices(record: dict[str, Any] | None, y: str, name: str) -> set[int]:
+    """The positions in series ``name`` of ``record["result"][y]`` of its points within noise (see :func:`noisy`),
+    for a figure that draws the series against another x than the one the marks name."""
+    if record is None:
+        return set()
+    marked, key = noisy(record, y, name), x_key(record, y)
+    xs = record["result"].get(key) or [] if key else []
+    return {index for index, x in enumerate(xs) if x in marked}
 
 
 def noisy(record: dict[str, Any] | None, y: str, name: str) -> set:

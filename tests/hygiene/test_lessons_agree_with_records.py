@@ -37,7 +37,8 @@ RESULTS = ROOT / "src" / "gpulab" / "reference_results"
 
 
 class Watched(list):
-    """A recorded series that remembers which of its points were read (by index, slice or iteration)."""
+    """A recorded series that remembers which of its points were read: by index, slice, iteration, search,
+    comparison, copy or print."""
 
     def __init__(self, values, read: set, where: tuple):
         super().__init__(values)
@@ -46,13 +47,57 @@ class Watched(list):
     def _mark(self, indices) -> None:
         self._read.update((*self._where, i) for i in indices)
 
+    def _all(self) -> None:
+        self._mark(range(len(self)))
+
     def __getitem__(self, index):
         self._mark(range(len(self))[index] if isinstance(index, slice) else [range(len(self))[index]])
         return super().__getitem__(index)
 
     def __iter__(self):
-        self._mark(range(len(self)))
+        self._all()
         return super().__iter__()
+
+    def __reversed__(self):
+        self._all()
+        return super().__reversed__()
+
+    def __contains__(self, value):
+        self._all()
+        return super().__contains__(value)
+
+    def __eq__(self, other):
+        self._all()
+        return super().__eq__(other)
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = None
+
+    def __add__(self, other):
+        self._all()
+        return list(super().__iter__()) + list(other)
+
+    def __repr__(self):
+        self._all()
+        return super().__repr__()
+
+    def index(self, value, *args):
+        self._all()
+        return super().index(value, *args)
+
+    def count(self, value):
+        self._all()
+        return super().count(value)
+
+    def copy(self):
+        self._all()
+        return list(super().__iter__())
+
+    def pop(self, index=-1):
+        self._mark([range(len(self))[index]])
+        return super().pop(index)
 
 
 class Records:
@@ -70,14 +115,11 @@ class Records:
         record = json.loads((RESULTS / f"{name}.json").read_text())
         result, marks = record["result"], (record.get("noisy") or {}).get("points", {})
         for y, by_name in marks.items():
-            x_key = (
-                next(x for key, x, _, _ in reference.WORK_AXES.get(name, ()) if key == y)
-                if (name in reference.WORK_AXES and any(key == y for key, *_ in reference.WORK_AXES[name]))
-                else next(k for k in ("sizes", "batches", "steps") if k in result)
-            )
-            for series, xs in by_name.items():
-                self.noisy.update((name, y, series, result[x_key].index(x)) for x in xs)
-        for y in {y for y, *_ in reference.WORK_AXES.get(name, ())} | set(marks):
+            xs = result[reference.x_key(record, y)]
+            for series, marked in by_name.items():
+                self.noisy.update((name, y, series, xs.index(x)) for x in marked)
+        timed = {y for y, *_ in reference.WORK_AXES.get(name, ())} | set(marks) | set(result.get("spread") or {})
+        for y in timed:
             for series, values in result[y].items():
                 if isinstance(values, list):
                     result[y][series] = Watched(values, self.read, (name, y, series))
@@ -89,13 +131,10 @@ class Records:
     def clean(self, name: str, y: str, series: str) -> tuple[list, list]:
         """The points of a series that its record does not mark within noise, as (xs, values); reading them
         this way reads no noisy point."""
-        result = self.result(name)
-        x_key = next((x for key, x, _, _ in reference.WORK_AXES.get(name, ()) if key == y), None) or next(
-            k for k in ("sizes", "batches", "steps") if k in result
-        )
-        noisy = reference.noisy(self.record(name), y, series)
-        values = list(list.__iter__(result[y][series]))
-        pairs = [(x, v) for x, v in zip(result[x_key], values) if x not in noisy]
+        record = json.loads((RESULTS / f"{name}.json").read_text())
+        result = record["result"]
+        noisy = reference.noisy(record, y, series)
+        pairs = [(x, v) for x, v in zip(result[reference.x_key(record, y)], result[y][series]) if x not in noisy]
         return [x for x, _ in pairs], [v for _, v in pairs]
 
     def noise_read(self) -> list:
@@ -195,3 +234,26 @@ def test_a_claim_fails_where_the_record_does_not_show_it():
     pinned_beats_pageable(Records())
     with pytest.raises(AssertionError):
         pageable_beats_pinned(Records())
+
+
+def test_a_check_that_reads_a_point_within_noise_is_caught_however_it_reads_it():
+    # 03_placement marks the kept step at batch 32 within noise: every way of reading it is seen
+    kept = "kept on the device"
+    reads = [
+        lambda r: r.result("03_placement")["ms_per_step"][kept][1],
+        lambda r: max(r.result("03_placement")["ms_per_step"][kept]),
+        lambda r: r.result("03_placement")["ms_per_step"][kept][:2],
+        lambda r: 3.9 in r.result("03_placement")["ms_per_step"][kept],
+        lambda r: r.result("03_placement")["ms_per_step"][kept].index(0.5546360015869141),
+        lambda r: list(reversed(r.result("03_placement")["ms_per_step"][kept])),
+        lambda r: r.result("03_placement")["ms_per_step"][kept].copy(),
+        lambda r: f"{r.result('03_placement')['ms_per_step'][kept]}",
+    ]
+    for read in reads:
+        records = Records()
+        read(records)
+        assert (("03_placement", "ms_per_step", kept, 1)) in records.noise_read()
+    records = Records()
+    assert records.clean("03_placement", "ms_per_step", kept) == ([128, 256], [0.6410613258679707, 0.5546360015869141])
+    records.result("03_placement")["ms_per_step"][kept][-1]  # a clean point
+    assert records.noise_read() == []

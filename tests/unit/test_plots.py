@@ -316,3 +316,14 @@ def test_series_of_clean_points_ring_nothing():
     assert "mark|noisy" not in _drawn_marks(ax) and plots.NOISY_NOTE not in (
         figure._supxlabel.get_text() if figure._supxlabel else ""
     )
+
+
+def test_the_rings_are_read_out_as_points_not_as_a_curve():
+    from gpulab import alt_text
+
+    mine = {"sizes": [64, 128, 256], "seconds": {"cpu": [1e-3, 2e-3, 4e-3]}}
+    mine["spread"] = {"seconds": {"cpu": [[0.5e-3, 1.5e-3], [1.99e-3, 2.01e-3], [3e-3, 5e-3]]}}
+    figure = plots.new_figure()
+    plots.series(figure.subplots(), mine, x="sizes", y="seconds", scale=1e3, by_device=True)
+    text = alt_text.describe(figure, "")
+    assert "within noise (ringed): 2 points, lowest 1 at 64, highest 4 at 256" in text, text

@@ -439,16 +439,27 @@ def test_a_rate_is_turned_into_the_time_of_its_job_before_the_rule():
 
 
 def test_a_point_with_a_wide_spread_is_within_noise_in_any_record():
+    # As lesson 07's slow loop records it: stages, not sizes, so only the spread can tell.
     record = _timed(
         "07_slow_loop",
-        [0, 1],
-        {"one epoch": [10.0, 5.0]},
+        [0, 1, 2],
+        {"one epoch": [10.0, 5.0, 1.0]},
         key="ms_per_epoch",
-        x="steps",
-        spread={"one epoch": [[9.9, 10.1], [4.0, 6.0]]},
+        x="stage",
+        spread={"one epoch": [[9.9, 10.1], [4.0, 6.0], [0.99, 1.01]]},
     )
+    record["result"]["versions"] = ["as written", "loop fixed", "+ buffer"]
+    assert reference.x_key(record, "ms_per_epoch") == "stage"
     assert reference.noisy_points(record) == {"ms_per_epoch": {"one epoch": [1]}}
     assert reference.noise_mark(record)["rule"] == reference.NOISE_RULE
+
+
+def test_a_figure_drawn_against_another_x_finds_the_marked_points_by_position():
+    # The roofline draws GFLOP/s against intensity; the record marks batches.
+    record = _timed("00_roofline", [1, 4, 16], {"cuda:0": [10.0, 5.0, 160.0]}, key="gflops")
+    record["result"]["intensity"] = [0.5, 2.0, 8.0]
+    assert reference.noisy_points(record) == {"gflops": {"cuda:0": [4]}}  # 4 rows took longer than 16
+    assert reference.noisy_indices(record, "gflops", "cuda:0") == {1}
 
 
 def test_a_record_with_nothing_timed_gets_no_mark():

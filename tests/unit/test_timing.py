@@ -131,6 +131,26 @@ def test_cuda_events_time_gpu_work_that_a_stopwatch_misses():
     assert result.median_s == pytest.approx(reference.median, rel=0.35)
 
 
+@requires_cuda
+def test_on_a_real_gpu_a_point_is_warmed_up_and_repeated_to_a_narrow_spread():
+    device = gpulab.gpu(0)
+    assert timing._real_accelerator(device)
+    a = torch.randn(1024, 1024, device=device)
+    calls = []
+
+    def work():
+        calls.append(1)
+        return a @ a
+
+    result = time_fn(work, device=device, budget_s=0.05)
+    # a matmul on a GPU is steady: the IQR comes within the target, or the extra budget ran out trying
+    assert result.relative_spread <= timing.GPU_TARGET_SPREAD or result.num_samples > 5
+    calls.clear()
+    time_fn(work, device=device, min_samples=1, max_samples=1, budget_s=0, min_sample_s=0, target_spread=1.0)
+    # 20 ms of warm-up (a 1024² float32 matmul: under 0.3 ms even on a T4), one call to plan, one sample
+    assert len(calls) - 2 > 10, len(calls)
+
+
 @pytest.mark.parametrize("call_s", [1e-6, 3e-4, 0.01, 0.2, 2.0])
 def test_expected_seconds_follows_the_plan_time_fn_makes(monkeypatch, call_s):
     # time_fn is driven with a fake clock in which every call takes call_s; the calls it
@@ -283,26 +303,16 @@ def test_a_cpu_takes_no_extra_samples_unless_asked(monkeypatch):
     assert result.num_samples == 10 and result.wide
 
 
-def test_warm_up_lasts_its_time_as_well_as_its_calls():
+def test_warm_up_lasts_its_time_as_well_as_its_calls(monkeypatch):
+    clock = _fake_clock(monkeypatch, iter([1e-3] * 10))
     calls = []
 
-    def work():
-        calls.append(time.perf_counter())
-        _spin(1e-3)
+    def work():  # 1 ms a call on the fake clock
+        calls.append(1)
+        clock[0] += 1e-3
 
-    time_fn(
-        work,
-        device="cpu",
-        mode="wall",
-        warmup=2,
-        warmup_s=0.03,
-        min_samples=1,
-        max_samples=1,
-        budget_s=0.0,
-        min_sample_s=0.0,
-    )
-    # at least 30 ms of warm-up calls (about 30 of 1 ms), then one call to plan and one sample
-    assert len(calls) >= 20
+    time_fn(work, device="cpu", mode="wall", warmup=2, warmup_s=0.03, min_samples=1, max_samples=1, budget_s=0.0)
+    assert len(calls) == 30  # 30 ms of warm-up at 1 ms a call, more than the 2 calls asked for
 
 
 def test_quartiles_and_the_relative_spread():
@@ -335,7 +345,8 @@ def test_a_series_keeps_each_median_with_its_spread_in_the_unit_plotted():
 def test_two_points_are_apart_only_beyond_their_spreads():
     assert timing.apart(1.0, (0.98, 1.02), 1.5, (1.48, 1.53))
     assert not timing.apart(1.0, (0.98, 1.02), 1.01, (1.0, 1.03))  # overlapping
-    assert not timing.apart(1.0, (0.8, 1.3), 2.0, (1.95, 2.05))  # one point is wide
+    assert timing.apart(1.0, (0.8, 1.3), 2.0, (1.95, 2.05))  # one point is wide, and still far from the other
+    assert not timing.apart(1.0, (0.8, 1.3), 1.25, (1.2, 1.3))  # a wide range reaching the other
     assert timing.apart(1.0, None, 1.2, None) and not timing.apart(1.0, None, 1.05, None)
 
 
@@ -381,3 +392,9 @@ def test_a_simulated_gpu_is_timed_as_the_cpu_it_is():
         timeout=120,
     )
     assert out.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_on_a_gpu_the_expected_time_counts_the_warm_up(monkeypatch):
+    on_cpu = timing.expected_seconds(1e-5)
+    monkeypatch.setattr(timing, "_real_accelerator", lambda device: True)
+    assert timing.expected_seconds(1e-5) == pytest.approx(on_cpu - 2e-5 + timing.GPU_WARMUP_S)
