@@ -539,7 +539,7 @@ def series(
         marker = marker_of(figure, kind)
         return dict(color=color_of(figure, kind, prefer), marker=marker, markevery=max(1, count // 16))
 
-    def spread_band(run: dict, name: str, values, line, noisy_x: set) -> None:
+    def spread_band(run: dict, name: str, values, line, noisy_at: set) -> None:
         """The series' spread as a band in its colour, and its points within noise collected to be ringed."""
         spread = ((run.get("spread") or {}).get(y) or {}).get(name)
         shown = {p[0] for p in points(run, values)}
@@ -548,7 +548,7 @@ def series(
             if value is None or x_value not in shown:
                 continue
             plotted = (derive(x_value, value) if derive else value) * scale
-            if x_value in noisy_x or (
+            if index in noisy_at or (
                 spread is not None and timing.is_wide(value, timing.spread_of(run, y, name, index))
             ):
                 rings.append((x_value, plotted))
@@ -623,7 +623,7 @@ def series(
                 gid=f"reference|{name}",
                 **look(kind, prefer, len(xs)),
             )
-            spread_band(reference["result"], name, values, lines[-1], records.noisy(reference, y, name))
+            spread_band(reference["result"], name, values, lines[-1], records.noisy_indices(reference, y, name))
     if rings:
         xs, ys = zip(*rings)
         ax.plot(

@@ -327,3 +327,16 @@ def test_the_rings_are_read_out_as_points_not_as_a_curve():
     plots.series(figure.subplots(), mine, x="sizes", y="seconds", scale=1e3, by_device=True)
     text = alt_text.describe(figure, "")
     assert "within noise (ringed): 2 points, lowest 1 at 64, highest 4 at 256" in text, text
+
+
+def test_a_reference_drawn_against_another_x_rings_its_marked_points():
+    # The roofline draws GFLOP/s against intensity; the record marks batch 4 (it took longer than batch 16).
+    theirs = {"batches": [1, 4, 16], "intensity": [0.5, 2.0, 8.0], "gflops": {"cuda:0": [10.0, 5.0, 160.0]}}
+    record = reference_record(theirs)
+    record["name"] = "00_roofline"
+    mine = {"batches": [1, 4, 16], "intensity": [0.5, 2.0, 8.0], "gflops": {"cpu": [1.0, 2.0, 4.0]}}
+    figure = plots.new_figure()
+    ax = figure.subplots()
+    plots.series(ax, mine, x="intensity", y="gflops", by_device=True, reference=record)
+    rings = _drawn_marks(ax)["mark|noisy"]
+    assert list(zip(rings.get_xdata(), rings.get_ydata())) == [(2.0, 5.0)]
