@@ -639,15 +639,33 @@ def series(
             label=NOISY_LABEL,
             gid="mark|noisy",
         )
-        note(figure, NOISY_NOTE)
+        _noise_note(figure, NOISY_NOTE)
     if banded:
-        note(figure, SPREAD_NOTE)
+        _noise_note(figure, SPREAD_NOTE)
     return lines
 
 
 NOISY_LABEL = "within noise (ringed)"
-NOISY_NOTE = "ringed: a point within noise (the spread of its repeats was wide, or it took longer than a bigger job)"
+NOISY_NOTE = "ringed: within noise (its repeats spread wide, or it took longer than a bigger job)"
 SPREAD_NOTE = "shaded: the middle half of each point's repeats"
+
+
+def _noise_note(figure, part: str) -> None:
+    """What the rings and the shading mean, on one line of the figure's notes however many plots have them."""
+    parts = figure.__dict__.setdefault("_gpulab_noise_parts", [])
+    if part in parts:
+        return
+    notes = figure.__dict__.setdefault("_gpulab_notes", [])
+    if parts and " · ".join(parts) in notes:
+        notes.remove(" · ".join(parts))
+    parts.append(part)
+    parts.sort(key=[NOISY_NOTE, SPREAD_NOTE].index)
+    note(figure, " · ".join(parts))
+
+
+def is_noise_note(text: str) -> bool:
+    """Whether a figure's note is the one that says what its rings and shading mean."""
+    return all(part in (NOISY_NOTE, SPREAD_NOTE) for part in text.split(" · "))
 
 
 def reference_cpu(record: dict) -> str:

@@ -301,7 +301,8 @@ def test_series_shade_each_points_spread_and_ring_the_points_within_noise():
     rings = _drawn_marks(ax)["mark|noisy"]
     assert sorted(zip(rings.get_xdata(), rings.get_ydata())) == [(128, pytest.approx(0.5)), (128, pytest.approx(2.0))]
     assert rings.get_label() == plots.NOISY_LABEL and rings.get_markerfacecolor() == "none"
-    assert plots.NOISY_NOTE in figure._supxlabel.get_text() and plots.SPREAD_NOTE in figure._supxlabel.get_text()
+    # one line says what the rings and the shading mean
+    assert f"{plots.NOISY_NOTE} · {plots.SPREAD_NOTE}" in figure._supxlabel.get_text().splitlines()
 
 
 def test_series_of_clean_points_ring_nothing():
@@ -340,3 +341,16 @@ def test_a_reference_drawn_against_another_x_rings_its_marked_points():
     plots.series(ax, mine, x="intensity", y="gflops", by_device=True, reference=record)
     rings = _drawn_marks(ax)["mark|noisy"]
     assert list(zip(rings.get_xdata(), rings.get_ydata())) == [(2.0, 5.0)]
+
+
+def test_rings_in_one_plot_and_shading_in_another_share_one_line_of_notes():
+    ringed = {"sizes": [64, 128], "seconds": {"cpu": [1e-3, 2e-3]}}
+    ringed["spread"] = {"seconds": {"cpu": [[0.5e-3, 1.5e-3], [1.99e-3, 2.01e-3]]}}
+    shaded = {"sizes": [64, 128], "seconds": {"cpu": [1e-3, 2e-3]}}
+    shaded["spread"] = {"seconds": {"cpu": [[0.99e-3, 1.01e-3], [1.99e-3, 2.01e-3]]}}
+    figure = plots.new_figure()
+    left, right = figure.subplots(1, 2)
+    plots.series(right, shaded, x="sizes", y="seconds", by_device=True)
+    plots.series(left, ringed, x="sizes", y="seconds", by_device=True)
+    assert figure._gpulab_notes == [f"{plots.NOISY_NOTE} · {plots.SPREAD_NOTE}"]
+    assert plots.is_noise_note(figure._gpulab_notes[0]) and not plots.is_noise_note("no GPU reference recorded yet")
