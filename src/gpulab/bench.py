@@ -254,9 +254,4 @@ def _write(panel, lesson: str, out: Path, command: str, plots) -> Recorded:
         figure = plots.new_figure(panel.figsize)
         panel.plot(panel.result, figure)
         png_path = plots.save(figure, out / f"{panel.name}.png")
-    from . import timing
-
-    summary = panel.summary(panel.result) if panel.summary is not None else ""
-    noise = timing.noise_line(panel.result)
-    summary = f"{summary} · {noise}" if summary and noise else summary or noise
-    return Recorded(panel.name, lesson, json_path, png_path, panel.elapsed_s or 0.0, summary, panel)
+    return Recorded(panel.name, lesson, json_path, png_path, panel.elapsed_s or 0.0, panel.summary_line, panel)

@@ -75,9 +75,7 @@ class Timing:
     @property
     def iqr_s(self) -> float:
         """Interquartile range: the spread of the middle half of the samples."""
-        if len(self.samples_s) < 2:
-            return 0.0
-        q1, _, q3 = statistics.quantiles(self.samples_s, n=4, method="inclusive")
+        q1, q3 = self._quartiles()
         return q3 - q1
 
     @property
@@ -91,9 +89,7 @@ class Timing:
         return self._quartiles()[1]
 
     def _quartiles(self) -> tuple[float, float]:
-        if len(self.samples_s) < 2:
-            return self.median_s, self.median_s
-        q1, _, q3 = statistics.quantiles(self.samples_s, n=4, method="inclusive")
+        q1, _, q3 = _quartiles_of(self.samples_s)
         return q1, q3
 
     @property
@@ -362,10 +358,19 @@ def _real_accelerator(device: torch.device) -> bool:
     return device.type != "cpu" and not simulated.is_simulating()
 
 
+def _quartiles_of(samples: Sequence[float]) -> tuple[float, float, float]:
+    """(first quartile, median, third quartile); one sample is all three."""
+    if len(samples) < 2:
+        middle = statistics.median(samples)
+        return middle, middle, middle
+    q1, median, q3 = statistics.quantiles(samples, n=4, method="inclusive")
+    return q1, median, q3
+
+
 def _relative_iqr(samples: Sequence[float]) -> float:
     if len(samples) < 2:
-        return math.inf
-    q1, median, q3 = statistics.quantiles(samples, n=4, method="inclusive")
+        return math.inf  # no spread to judge yet
+    q1, median, q3 = _quartiles_of(samples)
     return (q3 - q1) / median if median > 0 else 0.0
 
 

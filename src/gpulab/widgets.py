@@ -271,6 +271,7 @@ class Panel:
         self.name = name if name is not None else registered
         self.figsize = figsize
         self.result: Any = None
+        self.summary_line = ""  # the last run's summary, with how many of its points were within noise
         self.error: BaseException | None = None
         self.runs = 0
         self.elapsed_s: float | None = None  # the whole run: the experiment, its plot and its summary
@@ -378,13 +379,13 @@ class Panel:
         self.runs += 1
         start = time.perf_counter()
         failure = text = None
-        self._figure_png, self.alt_text = None, ""
+        self._figure_png, self.alt_text, self.summary_line = None, "", ""
         try:
             result = timing.with_spread(self.experiment(progress=self._report_progress, **self.values))
             self.experiment_s = time.perf_counter() - start
             line = self.summary(result) if self.summary is not None else ""
             noise = timing.noise_line(result)
-            line = f"{line} · {noise}" if line and noise else line or noise
+            line = self.summary_line = f"{line} · {noise}" if line and noise else line or noise
             if self.plot is not None:
                 figure = plots.new_figure(self.figsize)
                 self.plot(result, figure)

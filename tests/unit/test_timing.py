@@ -248,22 +248,27 @@ def _fake_clock(monkeypatch, sample_values):
     return clock
 
 
-def test_a_wide_point_is_repeated_until_its_spread_is_small(monkeypatch):
-    # The first ten samples alternate 1 and 2 ms (IQR 100% of the median); every later one is 1 ms: the timer
-    # keeps sampling past its plan until the middle half of the samples is within 3% of the median.
-    values = iter([1e-3] + [1e-3, 2e-3] * 5 + [1e-3] * 1000)
-    _fake_clock(monkeypatch, values)
-    result = time_fn(
+def _planned(min_samples=10, **options):
+    """time_fn on the fake clock: a 1 ms plan, samples of at least 1 ms, a budget of 10 ms, no warm-up."""
+    return time_fn(
         lambda: None,
         device="cpu",
         mode="wall",
         warmup=0,
         budget_s=0.01,
-        min_samples=10,
+        min_samples=min_samples,
         max_samples=10,
         min_sample_s=1e-3,
-        target_spread=0.03,
+        **options,
     )
+
+
+def test_a_wide_point_is_repeated_until_its_spread_is_small(monkeypatch):
+    # The first ten samples alternate 1 and 2 ms (IQR 100% of the median); every later one is 1 ms: the timer
+    # keeps sampling past its plan until the middle half of the samples is within 3% of the median.
+    values = iter([1e-3] + [1e-3, 2e-3] * 5 + [1e-3] * 1000)
+    _fake_clock(monkeypatch, values)
+    result = _planned(target_spread=0.03)
     assert result.num_samples > 10
     assert result.relative_spread <= 0.03
     assert result.median_s == 1e-3
@@ -272,17 +277,7 @@ def test_a_wide_point_is_repeated_until_its_spread_is_small(monkeypatch):
 def test_a_point_that_stays_wide_stops_when_its_extra_budget_is_spent(monkeypatch):
     values = iter([1e-3] + [1e-3, 3e-3] * 10_000)
     clock = _fake_clock(monkeypatch, values)
-    result = time_fn(
-        lambda: None,
-        device="cpu",
-        mode="wall",
-        warmup=0,
-        budget_s=0.01,
-        min_samples=4,
-        max_samples=10,
-        min_sample_s=1e-3,
-        target_spread=0.03,
-    )
+    result = _planned(min_samples=4, target_spread=0.03)
     assert result.relative_spread > 0.03 and result.wide
     assert clock[0] < 0.01 * 2 + 4 * 0.01 + 0.01  # the plan, at most twice over, then four budgets more
 
@@ -290,16 +285,7 @@ def test_a_point_that_stays_wide_stops_when_its_extra_budget_is_spent(monkeypatc
 def test_a_cpu_takes_no_extra_samples_unless_asked(monkeypatch):
     values = iter([1e-3] + [1e-3, 2e-3] * 1000)
     _fake_clock(monkeypatch, values)
-    result = time_fn(
-        lambda: None,
-        device="cpu",
-        mode="wall",
-        warmup=0,
-        budget_s=0.01,
-        min_samples=10,
-        max_samples=10,
-        min_sample_s=1e-3,
-    )
+    result = _planned()
     assert result.num_samples == 10 and result.wide
 
 
