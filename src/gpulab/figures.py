@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from . import plots, profiling, reference, units
+from . import plots, profiling, reference, timing, units
 
 __all__ = [
     "PANELS",
@@ -534,10 +534,26 @@ def _pin_curves(ax, run: dict, gpu: str | None) -> list:
         ("-", run.get("device", "cpu"), "yours") if gpu is None else ("--", f"{gpu} (reference)", "reference")
     )
     pinned_gbps = run["gbps"]["host→device pinned"]
+    sizes = run["sizes"]
+
+    def spreads(y: str, name: str | None, to_ms) -> list:
+        found = [timing.spread_of(run, y, name, i) for i in range(len(sizes))]
+        return [None if ends is None else [to_ms(i, end) for end in ends] for i, ends in enumerate(found)]
+
     lines = []
-    for kind, ms, gid in (
-        ("pin_memory(), block reused", [s * 1e3 for s in run["pin_seconds"]], "pin_memory"),
-        ("pinned", [n / g / 1e6 for n, g in zip(run["sizes"], pinned_gbps)], "copy from pinned"),
+    for kind, ms, gid, spread in (
+        (
+            "pin_memory(), block reused",
+            [s * 1e3 for s in run["pin_seconds"]],
+            "pin_memory",
+            spreads("pin_seconds", None, lambda i, s: s * 1e3),
+        ),
+        (
+            "pinned",
+            [n / g / 1e6 for n, g in zip(sizes, pinned_gbps)],
+            "copy from pinned",
+            spreads("gbps", "host→device pinned", lambda i, g: sizes[i] / g / 1e6),
+        ),
     ):
         lines += ax.plot(
             run["sizes"],
@@ -549,6 +565,7 @@ def _pin_curves(ax, run: dict, gpu: str | None) -> list:
             label=plots.named(kind, who),
             gid=f"{owner}|{gid}",
         )
+        plots.shade(ax, lines[-1], spread)
     return lines
 
 
@@ -926,9 +943,16 @@ def _run_label(run: dict, name: str, who: str) -> str:
     counted = "allocator" if run.get("device", "cpu").startswith("cuda") else "tensors counted"
     if name not in run.get("ms_per_step", {}):
         return plots.named(name, who)
+    ms, spread = run["ms_per_step"][name], timing.spread_of(run, "ms_per_step", name)
+    # the spread as ± half its middle half, and a step within noise said so: a label has no band to draw
+    within = (
+        ""
+        if spread is None
+        else f" ±{(spread[1] - spread[0]) / 2 / ms:.0%}" + (", within noise" if timing.is_wide(ms, spread) else "")
+    )
     return plots.named(
         name,
-        f"{who}: {run['ms_per_step'][name]:.2f} ms/step, peak {units.format_bytes(run['peak_bytes'][name])} ({counted})",
+        f"{who}: {ms:.2f} ms/step{within}, peak {units.format_bytes(run['peak_bytes'][name])} ({counted})",
     )
 
 
@@ -1298,12 +1322,17 @@ def cudnn_steps(result: dict, figure) -> None:
             textcoords="offset points",
             fontsize=7,
         )
+    # A size's first step happens once: it has no repeats to take a spread from, and the figure says so.
+    once = "each point is one step, timed once: no spread"
     if _no_accelerator(result):
         plots.note(
             figure,
-            "cudnn.benchmark needs a CUDA GPU: on this CPU the flag changes nothing"
+            "cudnn.benchmark needs a CUDA GPU: on this CPU the flag changes nothing · "
+            + once
             + (" · " + _not_drawn(record, result, ("image_sizes", "steps_per_size")) if usable is None else ""),
         )
+    else:
+        plots.note(figure, once)
     ax.set_title(
         f"conv net training steps on {result['device']}, a new image size every {result['steps_per_size']} steps",
         fontsize=9,

@@ -624,25 +624,55 @@ def series(
                 **look(kind, prefer, len(xs)),
             )
             spread_band(reference["result"], name, values, lines[-1], records.noisy_indices(reference, y, name))
-    if rings:
-        xs, ys = zip(*rings)
-        ax.plot(
-            xs,
-            ys,
-            linestyle="none",
-            marker="o",
-            markersize=11,
-            markerfacecolor="none",
-            markeredgewidth=1.3,
-            color="#000000",
-            zorder=5,
-            label=NOISY_LABEL,
-            gid="mark|noisy",
-        )
-        _noise_note(figure, NOISY_NOTE)
+    _ring(ax, rings)
     if banded:
         _noise_note(figure, SPREAD_NOTE)
     return lines
+
+
+def _ring(ax, rings: list[tuple[float, float]]) -> None:
+    """Points within noise ringed in black (a shape, not a colour), with the note that says so."""
+    if not rings:
+        return
+    xs, ys = zip(*rings)
+    ax.plot(
+        xs,
+        ys,
+        linestyle="none",
+        marker="o",
+        markersize=11,
+        markerfacecolor="none",
+        markeredgewidth=1.3,
+        color="#000000",
+        zorder=5,
+        label=NOISY_LABEL,
+        gid="mark|noisy",
+    )
+    _noise_note(ax.figure, NOISY_NOTE)
+
+
+def shade(ax, line, spreads, *, scale: float = 1.0) -> None:
+    """For a series a figure drew itself (``line``): each point's spread ``[low, high]`` (in the unit of its
+    values, times ``scale`` as the line was) shaded in the line's colour, and its wide points ringed, as
+    :func:`series` does. ``spreads`` is None, or shorter than the line, where nothing was measured."""
+    from . import timing
+
+    band, rings = [], []
+    for x, y, spread in zip(line.get_xdata(), line.get_ydata(), spreads or ()):
+        if spread is None:
+            continue
+        low, high = sorted(end * scale for end in spread)
+        band.append((x, low, high))
+        if timing.is_wide(y, (low, high)):
+            rings.append((x, y))
+    if band:
+        xs, lows, highs = zip(*band)
+        name = line.get_gid().split("|", 1)[-1] if line.get_gid() else line.get_label()
+        ax.fill_between(
+            xs, lows, highs, color=line.get_color(), alpha=0.2, linewidth=0, label="_spread", gid=f"spread|{name}"
+        )
+        _noise_note(ax.figure, SPREAD_NOTE)
+    _ring(ax, rings)
 
 
 NOISY_LABEL = "within noise (ringed)"

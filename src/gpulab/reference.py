@@ -622,7 +622,11 @@ def x_key(record: dict[str, Any], y: str) -> str | None:
     for key, x, _, _ in WORK_AXES.get(record.get("name", ""), ()):
         if key == y:
             return x
-    length = next((len(v) for v in (result.get(y) or {}).values() if isinstance(v, list)), None)
+    series = result.get(y)
+    if isinstance(series, list):
+        length = len(series)
+    else:
+        length = next((len(v) for v in (series or {}).values() if isinstance(v, list)), None)
     return next((k for k in X_KEYS if isinstance(result.get(k), list) and len(result[k]) == length), None)
 
 
@@ -632,8 +636,10 @@ def _time_of(kind: str, power: int, x: float, value: float | None) -> float | No
     return {"time": value, "rate": x**power / value, "per": value * x}[kind]
 
 
-def noisy_points(record: dict[str, Any]) -> dict[str, dict[str, list]]:
-    """The points of ``record`` that :data:`NOISE_RULE` finds within noise: ``{series key: {name: [x, ...]}}``.
+def noisy_points(record: dict[str, Any]) -> dict[str, Any]:
+    """The points of ``record`` that :data:`NOISE_RULE` finds within noise: ``{series key: {name: [x, ...]}}``;
+    where ``result[key]`` is itself one series (a list), ``{series key: [x, ...]}``; a value kept by name
+    (one time per step, not a series) within noise is listed as ``[None]``.
 
     Read from the numbers and spreads the record holds; the record's own ``"noisy"`` field (see
     :func:`noise_mark`) is not consulted.
@@ -641,15 +647,23 @@ def noisy_points(record: dict[str, Any]) -> dict[str, dict[str, list]]:
     from . import timing
 
     result = record["result"]
-    found: dict[str, dict[str, list]] = {}
+    found: dict[str, Any] = {}
     axes = {y: (x, kind, power) for y, x, kind, power in WORK_AXES.get(record.get("name", ""), ())}
     measured = set(axes) | set(result.get("spread") or {})
     for y in sorted(measured):
-        if not isinstance(result.get(y), dict):
+        if isinstance(result.get(y), list):
+            series = {None: result[y]}
+        elif isinstance(result.get(y), dict):
+            series = result[y]
+        else:
             continue
         key = x_key(record, y)
         xs = result.get(key) if key else None
-        for name, values in result[y].items():
+        for name, values in series.items():
+            if isinstance(values, (int, float)):
+                if timing.is_wide(values, timing.spread_of(result, y, name)):
+                    found.setdefault(y, {})[name] = [None]
+                continue
             if not isinstance(values, list) or xs is None or len(xs) != len(values):
                 continue
             times = [_time_of(axes[y][1], axes[y][2], x, v) for x, v in zip(xs, values)] if y in axes else None
@@ -664,7 +678,10 @@ def noisy_points(record: dict[str, Any]) -> dict[str, dict[str, list]]:
                     if later and times[i] > (1 + NOISE_TOLERANCE) * min(later):
                         bad.append(x)
             if bad:
-                found.setdefault(y, {})[name] = bad
+                if name is None:
+                    found[y] = bad
+                else:
+                    found.setdefault(y, {})[name] = bad
     return found
 
 
@@ -677,7 +694,7 @@ def noise_mark(record: dict[str, Any]) -> dict[str, Any] | None:
     return {"rule": NOISE_RULE, "points": noisy_points(record)}
 
 
-def noisy_indices(record: dict[str, Any] | None, y: str, name: str) -> set[int]:
+def noisy_indices(record: dict[str, Any] | None, y: str, name: str | None) -> set[int]:
     """The positions in series ``name`` of ``record["result"][y]`` of its points within noise (see :func:`noisy`),
     for a figure that draws the series against another x than the one the marks name."""
     if record is None:
@@ -687,14 +704,18 @@ def noisy_indices(record: dict[str, Any] | None, y: str, name: str) -> set[int]:
     return {index for index, x in enumerate(xs) if x in marked}
 
 
-def noisy(record: dict[str, Any] | None, y: str, name: str) -> set:
+def noisy(record: dict[str, Any] | None, y: str, name: str | None) -> set:
     """The x values of series ``name`` of ``record["result"][y]`` that are within noise: as the record marks
-    them, or as :func:`noisy_points` finds them in a record not marked."""
+    them, or as :func:`noisy_points` finds them in a record not marked. ``name`` is None where
+    ``result[y]`` is itself one series; a value kept by name, within noise, gives ``{None}``."""
     if record is None:
         return set()
     mark = record.get("noisy")
     points = mark["points"] if isinstance(mark, dict) and "points" in mark else noisy_points(record)
-    return set((points.get(y) or {}).get(name) or ())
+    marked = points.get(y) or {}
+    if isinstance(marked, list):  # result[y] is one series
+        return set(marked) if name is None else set()
+    return set(marked.get(name) or ()) if name is not None else set()
 
 
 def mark_noise_in(path) -> dict[str, Any] | None:

@@ -29,6 +29,7 @@ from .units import format_seconds  # gpulab.timing.format_seconds too, as before
 
 __all__ = [
     "WIDE_SPREAD",
+    "Points",
     "Series",
     "Timing",
     "apart",
@@ -40,7 +41,9 @@ __all__ = [
     "is_wide",
     "matmul_gflops",
     "matmul_n_for",
+    "measured_points",
     "noise_line",
+    "ratio",
     "spread_of",
     "time_fn",
     "with_spread",
@@ -380,47 +383,118 @@ class Series(dict):
     ``series.add(name, timing)`` appends the median of a :class:`Timing` to the series ``name``
     and its interquartile range to ``series.spread[name]``, as ``[low, high]``; ``value`` turns
     seconds into what is plotted (``lambda s: s * 1e3`` for milliseconds, ``lambda s: batch / s``
-    for samples per second), for the median and both quartiles alike. A panel's experiment
-    returns it in its result like a plain dict of lists; the panel moves the spreads into the
-    result's ``"spread"`` entry, which its figure draws and a record keeps.
+    for samples per second), for the median and both quartiles alike. ``series.put(name, timing)``
+    keeps one measured value under ``name`` instead of a list (a time per step, say), its spread a
+    single ``[low, high]``. A panel's experiment returns it in its result like a plain dict; the
+    panel moves the spreads into the result's ``"spread"`` entry, which its figure draws and a
+    record keeps.
     """
 
     def __init__(self, value: Callable[[float], float] | None = None):
         super().__init__()
         self.value = value
-        self.spread: dict[str, list[list[float]]] = {}
+        self.spread: dict[str, list] = {}
+
+    def _convert(self, timing: Timing, value: Callable[[float], float] | None) -> tuple[float, list[float]]:
+        convert = value or self.value or (lambda seconds: seconds)
+        return convert(timing.median_s), sorted((convert(timing.q1_s), convert(timing.q3_s)))
 
     def add(self, name: str, timing: Timing, value: Callable[[float], float] | None = None) -> float:
         """Append ``timing``'s median (through ``value``, else the series' own) to ``name``; return it."""
+        middle, spread = self._convert(timing, value)
+        self.setdefault(name, []).append(middle)
+        self.spread.setdefault(name, []).append(spread)
+        return middle
+
+    def put(self, name: str, timing: Timing, value: Callable[[float], float] | None = None) -> float:
+        """Keep ``timing``'s median (through ``value``, else the series' own) as the one value of ``name``."""
+        middle, spread = self._convert(timing, value)
+        self[name] = middle
+        self.spread[name] = spread
+        return middle
+
+
+class Points(list):
+    """One measured series as a plain list of medians, each point's ``[low, high]`` in ``points.spread``
+    (a :class:`Series` of one series, where the result keeps a list rather than a dict of lists)."""
+
+    def __init__(self, value: Callable[[float], float] | None = None):
+        super().__init__()
+        self.value = value
+        self.spread: list[list[float]] = []
+
+    def add(self, timing: Timing, value: Callable[[float], float] | None = None) -> float:
+        """Append ``timing``'s median (through ``value``, else the series' own); return it."""
         convert = value or self.value or (lambda seconds: seconds)
         middle = convert(timing.median_s)
-        low, high = sorted((convert(timing.q1_s), convert(timing.q3_s)))
-        self.setdefault(name, []).append(middle)
-        self.spread.setdefault(name, []).append([low, high])
+        self.append(middle)
+        self.spread.append(sorted((convert(timing.q1_s), convert(timing.q3_s))))
         return middle
 
 
 def with_spread(result):
-    """``result`` with each top-level :class:`Series` made a plain dict, its spreads under ``result["spread"]``.
+    """``result`` with each top-level :class:`Series` made a plain dict (each :class:`Points` a plain list),
+    their spreads under ``result["spread"]``.
 
     Other results are returned as they are.
     """
-    if not isinstance(result, dict) or not any(isinstance(v, Series) for v in result.values()):
+    measured = (Series, Points)
+    if not isinstance(result, dict) or not any(isinstance(v, measured) for v in result.values()):
         return result
-    plain = {key: (dict(value) if isinstance(value, Series) else value) for key, value in result.items()}
+    plain = {
+        key: (dict(value) if isinstance(value, Series) else list(value) if isinstance(value, Points) else value)
+        for key, value in result.items()
+    }
     spread = dict(plain.get("spread") or {})
-    spread.update({key: value.spread for key, value in result.items() if isinstance(value, Series)})
+    spread.update({key: value.spread for key, value in result.items() if isinstance(value, measured)})
     plain["spread"] = spread
     return plain
 
 
-def spread_of(result: dict, y: str, name: str, index: int) -> tuple[float, float] | None:
-    """The ``[low, high]`` spread of point ``index`` of series ``name`` of ``result[y]``, if measured."""
-    points = ((result.get("spread") or {}).get(y) or {}).get(name)
-    if points is None or index >= len(points) or points[index] is None:
+def _is_pair(spread) -> bool:
+    return (
+        isinstance(spread, (list, tuple)) and len(spread) == 2 and all(isinstance(end, (int, float)) for end in spread)
+    )
+
+
+def spread_of(result: dict, y: str, name: str | None, index: int | None = None) -> tuple[float, float] | None:
+    """The ``[low, high]`` spread of point ``index`` of series ``name`` of ``result[y]``, if measured.
+
+    ``name`` is None where ``result[y]`` is itself one series (a list); ``index`` is None where
+    ``result[y][name]`` is one value, not a series."""
+    points = (result.get("spread") or {}).get(y)
+    if isinstance(points, dict):
+        points = points.get(name) if name is not None else None
+    elif name is not None:
+        points = None
+    if points is None:
+        return None
+    if _is_pair(points):
+        return (points[0], points[1]) if index is None else None
+    if index is None or index >= len(points) or points[index] is None:
         return None
     low, high = points[index]
     return low, high
+
+
+def measured_points(result: dict):
+    """Every point of ``result`` measured with a spread, as ``(y, name, index, value, spread)``: ``name`` None
+    for a series that is a plain list, ``index`` None for one value kept by name."""
+    for y, by_name in ((result.get("spread") or {}) if isinstance(result, dict) else {}).items():
+        values = result.get(y)
+        if isinstance(by_name, list) and isinstance(values, list):
+            series = [(None, values)]
+        elif isinstance(by_name, dict) and isinstance(values, dict):
+            series = [(name, values.get(name)) for name in by_name]
+        else:
+            continue
+        for name, these in series:
+            if isinstance(these, (int, float)):
+                yield y, name, None, these, spread_of(result, y, name)
+                continue
+            for index, value in enumerate(these or ()):
+                if value is not None:
+                    yield y, name, index, value, spread_of(result, y, name, index)
 
 
 def is_wide(value: float, spread: tuple[float, float] | None) -> bool:
@@ -433,22 +507,12 @@ def is_wide(value: float, spread: tuple[float, float] | None) -> bool:
 def noise_line(result) -> str:
     """One line saying how many of ``result``'s measured points are within noise ("" when none is, or
     nothing was measured with a spread): a panel adds it to its summary instead of drawing a conclusion."""
-    spread = result.get("spread") if isinstance(result, dict) else None
-    if not spread:
-        return ""
-    total = wide = 0
-    for y, by_name in spread.items():
-        values = result.get(y) if isinstance(result.get(y), dict) else {}
-        for name in by_name:
-            for index, value in enumerate(values.get(name) or ()):
-                if value is None:
-                    continue
-                total += 1
-                wide += is_wide(value, spread_of(result, y, name, index))
+    points = list(measured_points(result)) if isinstance(result, dict) else []
+    wide = sum(is_wide(value, spread) for _, _, _, value, spread in points)
     if not wide:
         return ""
     return (
-        f"{wide} of {total} points within noise (their repeats spread over {WIDE_SPREAD:.0%} of the median; "
+        f"{wide} of {len(points)} points within noise (their repeats spread over {WIDE_SPREAD:.0%} of the median; "
         "a busy machine?): read no difference from them"
     )
 
@@ -460,6 +524,26 @@ def apart(a: float, a_spread, b: float, b_spread) -> bool:
     if a_spread is None or b_spread is None:
         return abs(a - b) > WIDE_SPREAD * max(abs(a), abs(b))
     return a_spread[1] < b_spread[0] or b_spread[1] < a_spread[0]
+
+
+def ratio(result: dict, y: str, a: tuple, b: tuple) -> float | None:
+    """Point ``a`` of ``result[y]`` over point ``b``, or None where the two are within noise of each other
+    (see :func:`apart`): what a summary says instead of a ratio. ``a`` and ``b`` are ``(name, index)``: the
+    series' name (None where ``result[y]`` is one list) and the point's position (None for a value kept by
+    name; -1 for the last)."""
+
+    def point(where: tuple) -> tuple[float, tuple[float, float] | None]:
+        name, index = where
+        values = result[y] if name is None else result[y][name]
+        if index is None:
+            return values, spread_of(result, y, name)
+        index = range(len(values))[index]
+        return values[index], spread_of(result, y, name, index)
+
+    (a_value, a_spread), (b_value, b_spread) = point(a), point(b)
+    if not b_value or not apart(a_value, a_spread, b_value, b_spread):
+        return None
+    return a_value / b_value
 
 
 def crossover(sizes: Sequence[float], baseline_s: Sequence[float], candidate_s: Sequence[float]):

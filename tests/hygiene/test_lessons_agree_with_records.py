@@ -100,6 +100,52 @@ class Watched(list):
         return super().pop(index)
 
 
+class WatchedValues(dict):
+    """Recorded values kept by name (one time per step of each format, say) that remember which were read:
+    by key, ``get``, ``values``, ``items``, comparison, copy or print."""
+
+    def __init__(self, values, read: set, where: tuple):
+        super().__init__(values)
+        self._read, self._where = read, where
+
+    def _mark(self, names) -> None:
+        self._read.update((*self._where, name, None) for name in names)
+
+    def __getitem__(self, name):
+        self._mark([name])
+        return super().__getitem__(name)
+
+    def get(self, name, default=None):
+        if name in self:
+            self._mark([name])
+        return super().get(name, default)
+
+    def values(self):
+        self._mark(list(self.keys()))
+        return super().values()
+
+    def items(self):
+        self._mark(list(self.keys()))
+        return super().items()
+
+    def __eq__(self, other):
+        self._mark(list(self.keys()))
+        return super().__eq__(other)
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = None
+
+    def __repr__(self):
+        self._mark(list(self.keys()))
+        return super().__repr__()
+
+    def copy(self):
+        self._mark(list(self.keys()))
+        return dict(super().items())
+
+
 class Records:
     """The H100 SXM run's records: ``result(name)`` is a panel's result, ``record(name)`` its whole record
     (device, torch, settings), ``log(file)`` and ``probe`` the run's logs and probe.
@@ -107,39 +153,53 @@ class Records:
     The series of a result remember which points a check read: ``noise_read()`` lists those the record marks
     within noise (its ``"noisy"`` field, :func:`gpulab.reference.noisy_points`), which no comparison may rest on."""
 
-    def __init__(self):
+    def __init__(self, results: Path = RESULTS):
         self.read: set = set()
         self.noisy: set = set()
+        self.results = results
 
     def record(self, name: str) -> dict:
-        record = json.loads((RESULTS / f"{name}.json").read_text())
+        record = json.loads((self.results / f"{name}.json").read_text())
         result, marks = record["result"], (record.get("noisy") or {}).get("points", {})
         for y, by_name in marks.items():
-            xs = result[reference.x_key(record, y)]
+            if isinstance(by_name, list):  # result[y] is one series
+                xs = result[reference.x_key(record, y)]
+                self.noisy.update((name, y, None, xs.index(x)) for x in by_name)
+                continue
             for series, marked in by_name.items():
+                if marked == [None]:  # one value kept by name
+                    self.noisy.add((name, y, series, None))
+                    continue
+                xs = result[reference.x_key(record, y)]
                 self.noisy.update((name, y, series, xs.index(x)) for x in marked)
         timed = {y for y, *_ in reference.WORK_AXES.get(name, ())} | set(marks) | set(result.get("spread") or {})
         for y in timed:
+            if isinstance(result[y], list):
+                result[y] = Watched(result[y], self.read, (name, y, None))
+                continue
             for series, values in result[y].items():
                 if isinstance(values, list):
                     result[y][series] = Watched(values, self.read, (name, y, series))
+            if any(isinstance(values, (int, float)) for values in result[y].values()):
+                result[y] = WatchedValues(result[y], self.read, (name, y))
         return record
 
     def result(self, name: str) -> dict:
         return self.record(name)["result"]
 
-    def clean(self, name: str, y: str, series: str) -> tuple[list, list]:
+    def clean(self, name: str, y: str, series: str | None) -> tuple[list, list]:
         """The points of a series that its record does not mark within noise, as (xs, values); reading them
         this way reads no noisy point."""
-        record = json.loads((RESULTS / f"{name}.json").read_text())
+        record = json.loads((self.results / f"{name}.json").read_text())
         result = record["result"]
         noisy = reference.noisy(record, y, series)
-        pairs = [(x, v) for x, v in zip(result[reference.x_key(record, y)], result[y][series]) if x not in noisy]
+        values = result[y] if series is None else result[y][series]
+        pairs = [(x, v) for x, v in zip(result[reference.x_key(record, y)], values) if x not in noisy]
         return [x for x, _ in pairs], [v for _, v in pairs]
 
     def noise_read(self) -> list:
         """The points within noise that were read, as (record, series key, series, index)."""
-        return sorted(self.read & self.noisy)
+        return sorted(self.read & self.noisy, key=repr)
 
     def log(self, file: str, run: str = RUN.name) -> str:
         """A log of the 2026-11-25 run, or of another run in ``tools/gpu-runner/records/`` named by ``run``."""
@@ -257,3 +317,41 @@ def test_a_check_that_reads_a_point_within_noise_is_caught_however_it_reads_it()
     assert records.clean("03_placement", "ms_per_step", kept) == ([128, 256], [0.6410613258679707, 0.5546360015869141])
     records.result("03_placement")["ms_per_step"][kept][-1]  # a clean point
     assert records.noise_read() == []
+
+
+def test_a_value_or_a_plain_series_within_noise_is_caught_when_read(tmp_path):
+    # A record whose time per step is one value per format, and whose pin_seconds is a plain list: the
+    # values within noise are the wide ones, and reading them is seen as reading any series' point is
+    record = {
+        "name": "05_step",
+        "result": {
+            "sizes": [1, 2],
+            "ms_per_step": {"float32": 1.0, "bfloat16": 2.0},
+            "pin_seconds": [1.0, 2.0],
+            "spread": {
+                "ms_per_step": {"float32": [0.99, 1.01], "bfloat16": [1.5, 2.5]},
+                "pin_seconds": [[0.5, 1.5], [1.99, 2.01]],
+            },
+        },
+    }
+    record["noisy"] = reference.noise_mark(record)
+    assert record["noisy"]["points"] == {"ms_per_step": {"bfloat16": [None]}, "pin_seconds": [1]}
+    (tmp_path / "05_step.json").write_text(json.dumps(record))
+    reads = [
+        lambda r: r.result("05_step")["ms_per_step"]["bfloat16"],
+        lambda r: r.result("05_step")["ms_per_step"].get("bfloat16"),
+        lambda r: max(r.result("05_step")["ms_per_step"].values()),
+        lambda r: dict(r.result("05_step")["ms_per_step"].items()),
+        lambda r: f"{r.result('05_step')['ms_per_step']}",
+        lambda r: r.result("05_step")["pin_seconds"][0],
+        lambda r: sum(r.result("05_step")["pin_seconds"]),
+    ]
+    for read in reads:
+        records = Records(tmp_path)
+        read(records)
+        assert records.noise_read(), read
+    records = Records(tmp_path)
+    records.result("05_step")["ms_per_step"]["float32"]
+    records.result("05_step")["pin_seconds"][1]
+    assert records.noise_read() == []
+    assert records.clean("05_step", "pin_seconds", None) == ([2], [2.0])

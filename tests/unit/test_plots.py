@@ -305,6 +305,22 @@ def test_series_shade_each_points_spread_and_ring_the_points_within_noise():
     assert f"{plots.NOISY_NOTE} · {plots.SPREAD_NOTE}" in figure._supxlabel.get_text().splitlines()
 
 
+def test_a_line_drawn_by_hand_is_shaded_and_its_wide_points_ringed_as_a_series_is():
+    figure = plots.new_figure()
+    ax = figure.subplots()
+    (line,) = ax.plot([1, 2, 3], [1.0, 2.0, 4.0], gid="yours|pin_memory")
+    plots.shade(ax, line, [[0.99e-3, 1.01e-3], None, [3e-3, 5e-3]], scale=1e3)  # the middle point: no spread
+    (band,) = [c for c in ax.collections if c.get_gid() == "spread|pin_memory"]
+    vertices = band.get_paths()[0].vertices
+    assert vertices[:, 1].min() == pytest.approx(0.99) and vertices[:, 1].max() == pytest.approx(5.0)
+    rings = _drawn_marks(ax)["mark|noisy"]
+    assert list(zip(rings.get_xdata(), rings.get_ydata())) == [(3, 4.0)]  # IQR 2 around 4: wide
+    assert f"{plots.NOISY_NOTE} · {plots.SPREAD_NOTE}" in figure._supxlabel.get_text().splitlines()
+    (plain,) = ax.plot([1, 2], [1.0, 2.0], gid="yours|other")
+    plots.shade(ax, plain, None)  # nothing measured: nothing drawn
+    assert [c.get_gid() for c in ax.collections] == ["spread|pin_memory"]
+
+
 def test_series_of_clean_points_ring_nothing():
     mine = {
         "sizes": [64, 128],

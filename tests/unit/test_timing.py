@@ -328,6 +328,49 @@ def test_a_series_keeps_each_median_with_its_spread_in_the_unit_plotted():
     assert timing.with_spread({"ms": {"a": [1.0]}}) == {"ms": {"a": [1.0]}}  # nothing measured with a spread
 
 
+def test_one_value_by_name_and_a_plain_list_keep_their_spreads_too():
+    fast = Timing(samples_s=(1e-3, 2e-3, 3e-3), calls_per_sample=1, device="cpu", clock="wall clock")
+    steady = Timing(samples_s=(4e-3, 4e-3, 4e-3), calls_per_sample=1, device="cpu", clock="wall clock")
+    per_step = gpulab.Series(lambda s: s * 1e3)
+    assert per_step.put("float32", fast) == pytest.approx(2.0)
+    per_step.put("bfloat16", steady)
+    pins = timing.Points()
+    pins.add(steady)
+    pins.add(fast, lambda s: s * 1e3)
+    result = timing.with_spread({"ms": per_step, "pin": pins})
+    assert type(result["pin"]) is list and result["pin"] == [pytest.approx(4e-3), pytest.approx(2.0)]
+    assert result["ms"] == {"float32": pytest.approx(2.0), "bfloat16": pytest.approx(4.0)}
+    assert timing.spread_of(result, "ms", "float32") == (pytest.approx(1.5), pytest.approx(2.5))
+    assert timing.spread_of(result, "ms", "float32", 0) is None  # one value: no point 0 of a series
+    assert timing.spread_of(result, "pin", None, 1) == (pytest.approx(1.5), pytest.approx(2.5))
+    assert timing.spread_of(result, "pin", "a name", 1) is None and timing.spread_of(result, "pin", None) is None
+    points = list(timing.measured_points(result))
+    assert [(y, name, index) for y, name, index, _, _ in points] == [
+        ("ms", "float32", None),
+        ("ms", "bfloat16", None),
+        ("pin", None, 0),
+        ("pin", None, 1),
+    ]
+    assert timing.noise_line(result).startswith("2 of 4 points within noise")  # fast is wide: 1 ms of 2
+
+
+def test_a_ratio_is_given_only_where_the_two_points_are_apart():
+    result = {
+        "ms": {"a": [1.0, 2.0], "b": [1.0, 1.02]},
+        "step": {"x": 3.0, "y": 1.0},
+        "spread": {
+            "ms": {"a": [[0.9, 1.1], [1.9, 2.1]], "b": [[0.9, 1.1], [1.0, 1.05]]},
+            "step": {"x": [2.9, 3.1], "y": [0.99, 1.01]},
+        },
+    }
+    assert timing.ratio(result, "ms", ("a", -1), ("b", -1)) == pytest.approx(2.0 / 1.02)
+    assert timing.ratio(result, "ms", ("a", 0), ("b", 0)) is None  # the same range: within noise
+    assert timing.ratio(result, "ms", ("b", 1), ("b", 0)) is None  # 1.02 vs 1.0, their ranges overlapping
+    assert timing.ratio(result, "step", ("x", None), ("y", None)) == pytest.approx(3.0)
+    assert timing.ratio({"t": [1.0, 1.05]}, "t", (None, 1), (None, 0)) is None  # no spread: within 10%
+    assert timing.ratio({"t": [1.0, 1.5]}, "t", (None, 1), (None, 0)) == pytest.approx(1.5)
+
+
 def test_two_points_are_apart_only_beyond_their_spreads():
     assert timing.apart(1.0, (0.98, 1.02), 1.5, (1.48, 1.53))
     assert not timing.apart(1.0, (0.98, 1.02), 1.01, (1.0, 1.03))  # overlapping
