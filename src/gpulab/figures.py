@@ -944,12 +944,11 @@ def _run_label(run: dict, name: str, who: str) -> str:
     if name not in run.get("ms_per_step", {}):
         return plots.named(name, who)
     ms, spread = run["ms_per_step"][name], timing.spread_of(run, "ms_per_step", name)
-    # the spread as ± half its middle half, and a step within noise said so: a label has no band to draw
-    within = (
-        ""
-        if spread is None
-        else f" ±{(spread[1] - spread[0]) / 2 / ms:.0%}" + (", within noise" if timing.is_wide(ms, spread) else "")
-    )
+    # the spread (the middle half of the repeats, as a share of the median), and a step within noise said so:
+    # a label has no band to draw
+    within = ""
+    if spread is not None:
+        within = f" (spread {(spread[1] - spread[0]) / ms:.0%}{', within noise' if timing.is_wide(ms, spread) else ''})"
     return plots.named(
         name,
         f"{who}: {ms:.2f} ms/step{within}, peak {units.format_bytes(run['peak_bytes'][name])} ({counted})",

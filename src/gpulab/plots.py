@@ -148,6 +148,7 @@ def is_accelerator(name: str) -> bool:
 
 
 SIMULATED_NOTE = "simulated GPUs (GPULAB_SIMULATE): every time and rate drawn here is this CPU's"
+SIMULATED_LINE = "simulated GPU: every time and rate here is this CPU's"  # a panel's status line says so too
 
 
 def new_figure(figsize: tuple[float, float] = (9.0, 3.6)):

@@ -6,7 +6,9 @@ where exercise notebooks already handed out call them.
 
 from __future__ import annotations
 
-__all__ = ["format_bytes", "format_seconds"]
+import math
+
+__all__ = ["format_bytes", "format_number", "format_seconds"]
 
 
 def format_bytes(n: float) -> str:
@@ -23,3 +25,12 @@ def format_seconds(seconds: float) -> str:
         if abs(seconds) >= scale or unit == "ns":
             return f"{seconds / scale:.3g} {unit}"
     raise AssertionError("unreachable")
+
+
+def format_number(x: float, digits: int = 3) -> str:
+    """``187.3`` → ``"187"``, ``3.417`` → ``"3.42"``, ``187345.6`` → ``"187,346"``: at least ``digits``
+    significant digits, every digit before the point, thousands separated, never an exponent."""
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(x))))
+    return f"{x:,.{decimals}f}"

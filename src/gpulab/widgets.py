@@ -189,6 +189,12 @@ def _without_tracebacks(error: BaseException) -> BaseException:
     return error
 
 
+def _simulating() -> bool:
+    from . import simulated
+
+    return simulated.is_simulating()
+
+
 def _release_memory() -> None:
     gc.collect()
     import torch
@@ -384,8 +390,8 @@ class Panel:
             result = timing.with_spread(self.experiment(progress=self._report_progress, **self.values))
             self.experiment_s = time.perf_counter() - start
             line = self.summary(result) if self.summary is not None else ""
-            noise = timing.noise_line(result)
-            line = self.summary_line = f"{line} · {noise}" if line and noise else line or noise
+            extra = [timing.noise_line(result), plots.SIMULATED_LINE if _simulating() else ""]
+            line = self.summary_line = " · ".join(part for part in (line, *extra) if part)
             if self.plot is not None:
                 figure = plots.new_figure(self.figsize)
                 self.plot(result, figure)

@@ -9,7 +9,7 @@ import sys
 import pytest
 import torch
 
-from gpulab import bench, cli, course, distributed, figures, reference, widgets
+from gpulab import bench, cli, course, distributed, figures, plots, reference, widgets
 from gpulab.memory import TensorLedger
 from gpulab.widgets import Panel
 
@@ -287,10 +287,13 @@ def test_on_a_simulated_machine_the_bench_draws_figures_and_records_nothing(tmp_
 
 @simulates
 def test_a_figure_drawn_on_a_simulated_machine_says_so():
-    """Nothing simulated passes for a GPU's result: every figure gpulab makes there carries the note."""
+    """Nothing simulated passes for a GPU's result: every figure gpulab makes there carries the note, and
+    every panel's status line."""
     code = (
-        "from gpulab import plots\nimport torch\nassert torch.cuda.is_available()\n"
-        "print(plots.SIMULATED_NOTE in plots.new_figure().__dict__.get('_gpulab_notes', []))"
+        "from gpulab import plots\nfrom gpulab.widgets import Panel\nimport torch\nassert torch.cuda.is_available()\n"
+        "panel = Panel(lambda progress: {}, {}, summary=lambda result: 'ran')\npanel.run()\n"
+        "print(plots.SIMULATED_NOTE in plots.new_figure().__dict__.get('_gpulab_notes', []),"
+        " panel.summary_line)"
     )
     outputs = {}
     for machine in ("t4", None):
@@ -305,4 +308,5 @@ def test_a_figure_drawn_on_a_simulated_machine_says_so():
             timeout=120,
         )
         outputs[machine] = done.stdout.strip() or done.stderr[-500:]
-    assert outputs == {"t4": "True", None: "False"}
+    # and so does a panel's status line
+    assert outputs == {"t4": f"True ran · {plots.SIMULATED_LINE}", None: "False ran"}

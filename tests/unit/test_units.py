@@ -24,3 +24,9 @@ def test_the_old_paths_are_the_same_functions():
     assert plots.format_bytes is units.format_bytes and "format_bytes" in plots.__all__
     assert timing.format_seconds is units.format_seconds and "format_seconds" in timing.__all__
     assert gpulab.units is units and "units" in dir(gpulab)
+
+
+def test_numbers_keep_three_significant_digits_and_every_whole_digit():
+    assert units.format_number(187.3) == "187" and units.format_number(187345.6) == "187,346"
+    assert units.format_number(3.417) == "3.42" and units.format_number(0.012345) == "0.0123"
+    assert units.format_number(-2.5) == "-2.50" and units.format_number(0) == "0"
