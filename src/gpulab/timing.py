@@ -512,7 +512,7 @@ def noise_line(result) -> str:
     if not wide:
         return ""
     return (
-        f"{wide} of {len(points)} points within noise (the middle half of their repeats spans more than "
+        f"{wide} of the {len(points)} points measured here within noise (the middle half of their repeats spans more than "
         f"{WIDE_SPREAD:.0%} of the median; a busy machine?): a difference within their spread is no result"
     )
 

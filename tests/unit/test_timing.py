@@ -351,7 +351,7 @@ def test_one_value_by_name_and_a_plain_list_keep_their_spreads_too():
         ("pin", None, 0),
         ("pin", None, 1),
     ]
-    assert timing.noise_line(result).startswith("2 of 4 points within noise")  # fast is wide: 1 ms of 2
+    assert timing.noise_line(result).startswith("2 of the 4 points measured here within noise")  # fast is wide: 1 ms of 2
 
 
 def test_a_ratio_is_given_only_where_the_two_points_are_apart():
@@ -382,7 +382,7 @@ def test_two_points_are_apart_only_beyond_their_spreads():
 def test_a_panel_says_how_many_points_are_within_noise():
     result = {"ms": {"a": [1.0, 2.0, 3.0]}, "spread": {"ms": {"a": [[0.99, 1.01], [1.0, 3.0], [2.9, 3.1]]}}}
     line = timing.noise_line(result)
-    assert line.startswith("1 of 3 points within noise")
+    assert line.startswith("1 of the 3 points measured here within noise")
     result["spread"]["ms"]["a"][1] = [1.99, 2.01]
     assert timing.noise_line(result) == "" and timing.noise_line({"ms": {"a": [1.0]}}) == ""
 
