@@ -1321,17 +1321,13 @@ def cudnn_steps(result: dict, figure) -> None:
             textcoords="offset points",
             fontsize=7,
         )
-    # A size's first step happens once: it has no repeats to take a spread from, and the figure says so.
-    once = "each point is one step, timed once: no spread"
+    plots.timed_once(figure)  # a size's first step happens once: it has no repeats to take a spread from
     if _no_accelerator(result):
         plots.note(
             figure,
-            "cudnn.benchmark needs a CUDA GPU: on this CPU the flag changes nothing · "
-            + once
+            "cudnn.benchmark needs a CUDA GPU: on this CPU the flag changes nothing"
             + (" · " + _not_drawn(record, result, ("image_sizes", "steps_per_size")) if usable is None else ""),
         )
-    else:
-        plots.note(figure, once)
     ax.set_title(
         f"conv net training steps on {result['device']}, a new image size every {result['steps_per_size']} steps",
         fontsize=9,

@@ -148,7 +148,7 @@ def is_accelerator(name: str) -> bool:
 
 
 SIMULATED_NOTE = "simulated GPUs (GPULAB_SIMULATE): every time and rate drawn here is this CPU's"
-SIMULATED_LINE = "simulated GPU: every time and rate here is this CPU's"  # a panel's status line says so too
+SIMULATED_LINE = "simulated GPUs: every time and rate here is this CPU's"  # a panel's status line says so too
 
 
 def new_figure(figsize: tuple[float, float] = (9.0, 3.6)):
@@ -365,12 +365,20 @@ def legend(figure, fontsize: float = 7) -> None:
     fitting = [index for index, labels in enumerate(labels_of) if fits_beside(labels)]
     beside = fitting[0] if fitting else (0 if len(groups) > 1 else None)
     beside_in = _width_in(labels_of[beside], fontsize) if beside is not None else 0.0
+    # A label above that would run into the legend beside the plots (four processes' fits beside a published
+    # figure's long name): the legend beside moves down level with the plots, and the one above takes the width.
+    low = beside is not None and any(
+        _width_in(labels, fontsize) > 0.95 * figure.get_figwidth() - beside_in
+        for index, labels in enumerate(labels_of)
+        if index != beside
+    )
     for index, group in enumerate(groups):
         handles, labels = [handle for _, handle in group], labels_of[index]
         if index == beside:
-            figure.legend(handles, labels, loc="outside right upper", fontsize=fontsize, frameon=False)
+            where = "outside right center" if low else "outside right upper"
+            figure.legend(handles, labels, loc=where, fontsize=fontsize, frameon=False)
         else:
-            room = 0.95 * figure.get_figwidth() - beside_in
+            room = 0.95 * figure.get_figwidth() - (0.0 if low else beside_in)
             fitting_columns = [
                 c for c in range(1, len(labels) + 1) if c == 1 or _columns_in(labels, c, fontsize) <= room
             ]
@@ -679,6 +687,13 @@ def shade(ax, line, spreads, *, scale: float = 1.0) -> None:
 NOISY_LABEL = "within noise (ringed)"
 NOISY_NOTE = "ringed: within noise (its repeats spread wide, or it took longer than a bigger job)"
 SPREAD_NOTE = "shaded: the middle half of each point's repeats"
+ONCE_NOTE = "each point timed once: no spread"
+
+
+def timed_once(figure) -> None:
+    """Say, with what the rings and shading mean, that a figure's points are events that happen once (a first
+    step at a new size): they have no repeats to take a spread from."""
+    _noise_note(figure, ONCE_NOTE)
 
 
 def _noise_note(figure, part: str) -> None:
@@ -690,13 +705,13 @@ def _noise_note(figure, part: str) -> None:
     if parts and " · ".join(parts) in notes:
         notes.remove(" · ".join(parts))
     parts.append(part)
-    parts.sort(key=[NOISY_NOTE, SPREAD_NOTE].index)
+    parts.sort(key=[NOISY_NOTE, SPREAD_NOTE, ONCE_NOTE].index)
     note(figure, " · ".join(parts))
 
 
 def is_noise_note(text: str) -> bool:
     """Whether a figure's note is the one that says what its rings and shading mean."""
-    return all(part in (NOISY_NOTE, SPREAD_NOTE) for part in text.split(" · "))
+    return all(part in (NOISY_NOTE, SPREAD_NOTE, ONCE_NOTE) for part in text.split(" · "))
 
 
 def reference_cpu(record: dict) -> str:

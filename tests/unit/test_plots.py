@@ -5,6 +5,7 @@ import html
 
 import pytest
 import torch
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from gpulab import plots, reference
 
@@ -265,6 +266,32 @@ def test_a_long_legend_lists_what_was_measured_by_colour_and_who_by_line_style()
     assert swatches["Test GPU (reference)"].get_linestyle() != swatches["cuda:0"].get_linestyle()
 
 
+def test_a_legend_above_never_runs_into_the_one_beside_the_plots():
+    # Lesson 06's all-reduce on four GPUs: measured series by colour and by who beside the plots (a long
+    # reference name), fits, rings and a long published label above them
+    figure = plots.new_figure()
+    left, right = figure.subplots(1, 2)
+    host = "gloo on the 16-core host of the H100 SXM machine (reference)"
+    for n in (2, 3, 4):
+        left.plot([1, 2], [n, n + 1], "-o", label=plots.named(f"{n} processes", "cuda:0"), gid=f"yours|{n}")
+        left.plot([1, 2], [n, n + 2], "--", label=f"{n} processes · α + β·S fitted: α = 1,390 µs", gid=f"fit|{n}")
+    left.plot([1, 2], [2, 3], "--", label=plots.named("2 processes", host), gid="reference|2")
+    left.plot([1], [2], "o", label=plots.NOISY_LABEL, gid="mark|noisy")
+    right.axhline(
+        2,
+        label="published: H200 SXM 141GB ×8, all_reduce bus bandwidth, 16 MiB messages, 219.9 GB/s "
+        "(stas00/ml-engineering)",
+        gid="published|a",
+    )
+    plots.legend(figure)
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    boxes = [legend.get_window_extent(renderer) for legend in figure.legends]
+    assert all(not a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
+    assert all(box.x1 <= figure.bbox.x1 + 1 for box in boxes)  # nothing drawn off the figure either
+
+
 def test_a_marks_label_near_the_right_edge_goes_on_the_left_of_its_line():
     figure = plots.new_figure((6, 3))
     ax = figure.subplots()
@@ -370,3 +397,6 @@ def test_rings_in_one_plot_and_shading_in_another_share_one_line_of_notes():
     plots.series(left, ringed, x="sizes", y="seconds", by_device=True)
     assert figure._gpulab_notes == [f"{plots.NOISY_NOTE} · {plots.SPREAD_NOTE}"]
     assert plots.is_noise_note(figure._gpulab_notes[0]) and not plots.is_noise_note("no GPU reference recorded yet")
+    plots.timed_once(figure)  # points that happen once say so on the same line
+    assert figure._gpulab_notes == [f"{plots.NOISY_NOTE} · {plots.SPREAD_NOTE} · {plots.ONCE_NOTE}"]
+    assert plots.is_noise_note(figure._gpulab_notes[0])

@@ -351,7 +351,9 @@ def test_one_value_by_name_and_a_plain_list_keep_their_spreads_too():
         ("pin", None, 0),
         ("pin", None, 1),
     ]
-    assert timing.noise_line(result).startswith("2 of the 4 points measured here within noise")  # fast is wide: 1 ms of 2
+    assert timing.noise_line(result).startswith(
+        "2 of the 4 points measured here within noise"
+    )  # fast is wide: 1 ms of 2
 
 
 def test_a_ratio_is_given_only_where_the_two_points_are_apart():
