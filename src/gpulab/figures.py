@@ -1542,7 +1542,7 @@ def compile_step(result: dict, figure) -> None:
         plots.log_axis(ax, "y")
     step_ax.set_ylabel("ms per training step")
     step_ax.set_title(f"batch {result['batch']}, width {result['width']} ({result['device']})", fontsize=9)
-    first_ax.set_ylabel("seconds")
+    first_ax.set_ylabel("seconds (timed once)")  # a first call happens once: no repeats, no spread
     first_ax.set_title("the first call: compiling, capturing", fontsize=9)
     if _no_accelerator(result):
         plots.note(figure, "CUDA graphs run on CUDA devices only: not measured here")
