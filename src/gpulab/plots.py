@@ -566,10 +566,7 @@ def series(
                 band.append((x_value, *ends))
         if band:
             banded.append(name)
-            xs, lows, highs = zip(*band)
-            ax.fill_between(
-                xs, lows, highs, color=line.get_color(), alpha=0.2, linewidth=0, label="_spread", gid=f"spread|{name}"
-            )
+            _band(ax, band, line.get_color(), name)
 
     from . import timing
 
@@ -639,6 +636,12 @@ def series(
     return lines
 
 
+def _band(ax, band: list[tuple[float, float, float]], color: str, name: str) -> None:
+    """A series' spread, ``(x, low, high)`` per point, shaded in its colour; unlabelled, so no legend lists it."""
+    xs, lows, highs = zip(*band)
+    ax.fill_between(xs, lows, highs, color=color, alpha=0.2, linewidth=0, label="_spread", gid=f"spread|{name}")
+
+
 def _ring(ax, rings: list[tuple[float, float]]) -> None:
     """Points within noise ringed in black (a shape, not a colour), with the note that says so."""
     if not rings:
@@ -675,11 +678,7 @@ def shade(ax, line, spreads, *, scale: float = 1.0) -> None:
         if timing.is_wide(y, (low, high)):
             rings.append((x, y))
     if band:
-        xs, lows, highs = zip(*band)
-        name = line.get_gid().split("|", 1)[-1] if line.get_gid() else line.get_label()
-        ax.fill_between(
-            xs, lows, highs, color=line.get_color(), alpha=0.2, linewidth=0, label="_spread", gid=f"spread|{name}"
-        )
+        _band(ax, band, line.get_color(), line.get_gid().split("|", 1)[-1] if line.get_gid() else line.get_label())
         _noise_note(ax.figure, SPREAD_NOTE)
     _ring(ax, rings)
 

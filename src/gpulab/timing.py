@@ -377,6 +377,13 @@ def _relative_iqr(samples: Sequence[float]) -> float:
     return (q3 - q1) / median if median > 0 else 0.0
 
 
+def _median_and_spread(timing: Timing, convert: Callable[[float], float] | None) -> tuple[float, list[float]]:
+    """``timing``'s median and ``[low, high]`` quartiles through ``convert`` (seconds where None); a rate's
+    quartiles swap ends, so they are sorted."""
+    convert = convert or (lambda seconds: seconds)
+    return convert(timing.median_s), sorted((convert(timing.q1_s), convert(timing.q3_s)))
+
+
 class Series(dict):
     """Measured series by name, each a list of medians, and each point's spread beside it.
 
@@ -395,20 +402,16 @@ class Series(dict):
         self.value = value
         self.spread: dict[str, list] = {}
 
-    def _convert(self, timing: Timing, value: Callable[[float], float] | None) -> tuple[float, list[float]]:
-        convert = value or self.value or (lambda seconds: seconds)
-        return convert(timing.median_s), sorted((convert(timing.q1_s), convert(timing.q3_s)))
-
     def add(self, name: str, timing: Timing, value: Callable[[float], float] | None = None) -> float:
         """Append ``timing``'s median (through ``value``, else the series' own) to ``name``; return it."""
-        middle, spread = self._convert(timing, value)
+        middle, spread = _median_and_spread(timing, value or self.value)
         self.setdefault(name, []).append(middle)
         self.spread.setdefault(name, []).append(spread)
         return middle
 
     def put(self, name: str, timing: Timing, value: Callable[[float], float] | None = None) -> float:
         """Keep ``timing``'s median (through ``value``, else the series' own) as the one value of ``name``."""
-        middle, spread = self._convert(timing, value)
+        middle, spread = _median_and_spread(timing, value or self.value)
         self[name] = middle
         self.spread[name] = spread
         return middle
@@ -425,10 +428,9 @@ class Points(list):
 
     def add(self, timing: Timing, value: Callable[[float], float] | None = None) -> float:
         """Append ``timing``'s median (through ``value``, else the series' own); return it."""
-        convert = value or self.value or (lambda seconds: seconds)
-        middle = convert(timing.median_s)
+        middle, spread = _median_and_spread(timing, value or self.value)
         self.append(middle)
-        self.spread.append(sorted((convert(timing.q1_s), convert(timing.q3_s))))
+        self.spread.append(spread)
         return middle
 
 

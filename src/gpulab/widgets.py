@@ -35,7 +35,7 @@ from typing import Any
 
 import ipywidgets as w
 
-from . import plots, timing, units
+from . import plots, simulated, timing, units
 
 __all__ = [
     "Panel",
@@ -187,12 +187,6 @@ def _without_tracebacks(error: BaseException) -> BaseException:
         current.__traceback__ = None
         pending.extend(chained for chained in (current.__cause__, current.__context__) if chained is not None)
     return error
-
-
-def _simulating() -> bool:
-    from . import simulated
-
-    return simulated.is_simulating()
 
 
 def _release_memory() -> None:
@@ -390,7 +384,7 @@ class Panel:
             result = timing.with_spread(self.experiment(progress=self._report_progress, **self.values))
             self.experiment_s = time.perf_counter() - start
             line = self.summary(result) if self.summary is not None else ""
-            extra = [timing.noise_line(result), plots.SIMULATED_LINE if _simulating() else ""]
+            extra = [timing.noise_line(result), plots.SIMULATED_LINE if simulated.is_simulating() else ""]
             line = self.summary_line = " · ".join(part for part in (line, *extra) if part)
             if self.plot is not None:
                 figure = plots.new_figure(self.figsize)
