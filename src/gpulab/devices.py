@@ -335,14 +335,20 @@ def host_link(i: int = 0, *, sysfs: str = "/sys") -> HostLink | None:
 
 
 def gpu_name(i: int = 0) -> str:
-    """CUDA GPU ``i``'s name, as the driver gives it; on a simulated machine it says "(simulated)".
+    """GPU ``i``'s name: a CUDA GPU's as the driver gives it, a Mac's as Metal does ("Apple M1"); on a
+    simulated machine it says "(simulated)".
 
-    A simulated GPU (:mod:`gpulab.simulated`) answers ``torch.cuda.get_device_name`` with the
-    real card's name: anything gpulab shows a reader names it as simulated.
+    A simulated GPU (:mod:`gpulab.simulated`) answers ``torch.cuda.get_device_name`` (or
+    ``torch.backends.mps.get_name``) with the real one's name: anything gpulab shows a reader names
+    it as simulated.
     """
     from . import simulated
 
-    name = torch.cuda.get_device_name(i)
+    if not torch.cuda.is_available() and accelerator_type() == "mps":
+        get_name = getattr(torch.backends.mps, "get_name", None)  # torch 2.8 and later
+        name = get_name() if get_name is not None else f"Apple GPU ({platform.machine()})"
+    else:
+        name = torch.cuda.get_device_name(i)
     return f"{name} (simulated)" if simulated.is_simulating() else name
 
 
@@ -375,7 +381,7 @@ def _mps_info() -> DeviceInfo:
     memory = torch.mps.recommended_max_memory() if hasattr(torch.mps, "recommended_max_memory") else None
     return DeviceInfo(
         device="mps:0",
-        name=f"Apple GPU ({platform.machine()})",
+        name=gpu_name(0),
         type="mps",
         total_memory_bytes=memory,
         bf16=bf16,

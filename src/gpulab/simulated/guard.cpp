@@ -1,4 +1,5 @@
-// The C++ side of a simulated CUDA machine, for a torch built without CUDA.
+// The C++ side of a simulated CUDA machine, for a torch built without CUDA, and of a simulated
+// Apple GPU (MPS), for a torch built without MPS (every Linux build).
 //
 // PyTorch's C++ asks two registries about CUDA: the device guard (which device is current, how
 // many there are: used to pick a device for .to("cuda") and by the autograd engine) and the CUDA
@@ -7,6 +8,7 @@
 // library registers both. Streams and events are the Python side's business. It changes nothing
 // on a torch built with CUDA: there the real guard and hooks are registered, and stay.
 #include <ATen/detail/CUDAHooksInterface.h>
+#include <ATen/detail/MPSHooksInterface.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -207,6 +209,104 @@ bool cuda_is_built(const Hooks& hooks, long) {
   }
 }
 
+// ---------------------------------------------------------------- a simulated Apple GPU (MPS)
+//
+// A Linux build of torch has MPS's Python bindings (torch/csrc/mps/Module.cpp, whose answers the Python
+// side replaces) and default MPS hooks that say there is no MPS. at::getAccelerator() (ATen's
+// DeviceAccelerator.cpp) asks the hooks of each backend in turn, so hooks that say MPS is there make MPS
+// the accelerator C++ sees (the autograd engine, pin_memory and is_pinned without a device); the device
+// guard lets .to("mps") and the engine set and read the (one) MPS device.
+namespace {
+std::atomic<int> mps_count{0};
+
+struct SimulatedMpsGuard final : public c10::impl::DeviceGuardImplInterface {
+  c10::DeviceType type() const override { return c10::DeviceType::MPS; }
+  c10::Device exchangeDevice(c10::Device) const override { return c10::Device(c10::DeviceType::MPS, 0); }
+  c10::Device getDevice() const override { return c10::Device(c10::DeviceType::MPS, 0); }
+  void setDevice(c10::Device) const override {}   // one device: MPSGuardImpl's setDevice does nothing either
+  void uncheckedSetDevice(c10::Device) const noexcept override {}
+  c10::Stream getStream(c10::Device d) const noexcept override { return c10::Stream(c10::Stream::DEFAULT, d); }
+  c10::Stream getDefaultStream(c10::Device d) const override { return c10::Stream(c10::Stream::DEFAULT, d); }
+  c10::Stream exchangeStream(c10::Stream s) const noexcept override { return c10::Stream(c10::Stream::DEFAULT, s.device()); }
+  c10::DeviceIndex deviceCount() const noexcept override { return 1; }
+  void record(void**, const c10::Stream&, const c10::DeviceIndex, const c10::EventFlag) const override {}
+  void block(void*, const c10::Stream&) const override {}
+  bool queryEvent(void*) const override { return true; }
+  void destroyEvent(void*, const c10::DeviceIndex) const noexcept override {}
+  bool queryStream(const c10::Stream&) const override { return true; }
+  void synchronizeStream(const c10::Stream&) const override {}
+  void synchronizeEvent(void*) const override {}
+  void synchronizeDevice(const c10::DeviceIndex) const override {}
+  void recordDataPtrOnStream(const c10::DataPtr&, const c10::Stream&) const override {}
+};
+
+SimulatedMpsGuard mps_guard;
+
+// Memory the simulated MPS pinned-memory allocator hands out: host memory, remembered as pinned. Where
+// `mps_pinned_device` is 1, its DataPtr says it is on mps:0, as the shared-storage buffers of MPS's own
+// pinned allocator do (aten/src/ATen/mps/MPSAllocator.mm); the Python side chooses per torch version.
+std::atomic<int> mps_pinned_device{0};
+
+struct MpsPinnedAllocator final : public c10::Allocator {
+  c10::DataPtr allocate(size_t nbytes) override {
+    auto* inner = new c10::DataPtr(c10::GetDefaultCPUAllocator()->allocate(nbytes));
+    void* data = inner->get();
+    {
+      std::lock_guard<std::mutex> lock(pinned_mutex);
+      pinned.insert(data);
+    }
+    auto device = mps_pinned_device.load() ? c10::Device(c10::DeviceType::MPS, 0) : c10::Device(c10::DeviceType::CPU);
+    return c10::DataPtr(data, inner, &delete_pinned, device);
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+  void copy_data(void* dest, const void* src, std::size_t count) const override { default_copy_data(dest, src, count); }
+};
+
+MpsPinnedAllocator mps_pinned_allocator;
+
+// No `override` on what not every supported torch declares virtual in MPSHooksInterface (a function of the
+// same signature overrides where the base declares it, and is an unused extra entry where it does not).
+struct SimulatedMpsHooks final : public at::MPSHooksInterface {
+  void init() const override {}
+  bool hasMPS() const override { return mps_count.load() > 0; }
+  bool isOnMacOSorNewer(unsigned, unsigned) const { return true; }
+  void deviceSynchronize() const {}
+  void commitStream() const {}
+  void emptyCache() const {}
+  bool isBuilt() const { return true; }
+  bool isAvailable() const { return mps_count.load() > 0; }
+  bool hasPrimaryContext(c10::DeviceIndex index) const override { return index == 0 && mps_count.load() > 0; }
+  c10::DeviceIndex deviceCount() const { return static_cast<c10::DeviceIndex>(mps_count.load()); }
+  c10::DeviceIndex getCurrentDevice() const { return 0; }
+  bool isPinnedPtr(const void* data) const override {
+    std::lock_guard<std::mutex> lock(pinned_mutex);
+    return pinned.count(data) > 0;
+  }
+  c10::Allocator* getPinnedMemoryAllocator() const override { return &mps_pinned_allocator; }
+  const at::Generator& getDefaultGenerator(c10::DeviceIndex) const override { return at::detail::getDefaultCPUGenerator(); }
+};
+
+SimulatedMpsHooks mps_hooks;
+void* original_mps_vtable = nullptr;
+static_assert(sizeof(SimulatedMpsHooks) == sizeof(at::MPSHooksInterface), "the hooks must hold nothing but a vtable");
+
+void set_mps_hooks(bool simulated) {
+  void** object = reinterpret_cast<void**>(const_cast<at::MPSHooksInterface*>(&at::detail::getMPSHooks()));
+  void* ours = *reinterpret_cast<void**>(&mps_hooks);
+  if (original_mps_vtable == nullptr && *object != ours) original_mps_vtable = *object;
+  *object = simulated ? ours : original_mps_vtable;
+}
+
+bool take_mps_guard() {
+  auto& slot = c10::impl::device_guard_impl_registry[static_cast<size_t>(c10::DeviceType::MPS)];
+  const c10::impl::DeviceGuardImplInterface* registered = slot.load();
+  if (registered == &mps_guard) return true;
+  if (registered != nullptr) return false;   // a build with MPS: its own guard stays
+  slot.store(&mps_guard);
+  return true;
+}
+}  // namespace
+
 extern "C" {
 // Sets the simulated device count (0: switched off) and puts the guard and hooks in place; 0 where a
 // CUDA build's own are there and `replace` is 0.
@@ -226,4 +326,17 @@ int gpulab_prepare(int replace) { return take_guard(replace != 0) ? 1 : 0; }
 int gpulab_hooks_active() { return at::detail::getCUDAHooks().hasCUDA() ? 1 : 0; }
 int gpulab_get_device() { return current_index; }
 void gpulab_set_device(int index) { current_index = static_cast<c10::DeviceIndex>(index); }
+}
+
+extern "C" {
+// Switches the simulated Apple GPU on (1) or off (0); `pinned_on_mps`: pinned memory's DataPtr names mps:0.
+// 0 where this torch has an MPS guard of its own (a macOS build).
+int gpulab_install_mps(int on, int pinned_on_mps) {
+  if (!take_mps_guard()) return 0;
+  mps_pinned_device = pinned_on_mps;
+  mps_count = on ? 1 : 0;
+  set_mps_hooks(on != 0);
+  return 1;
+}
+int gpulab_mps_hooks_active() { return at::detail::getMPSHooks().hasMPS() ? 1 : 0; }
 }

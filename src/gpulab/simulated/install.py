@@ -93,13 +93,22 @@ def start_runtime(name: str, torch_module) -> runtime.Machine:
     node = runtime.Machine(name, specs, guard, replace=cuda_build)
     runtime._machine = node
     node.active = True
-    for key, value in {**runtime.cuda_bindings(), **runtime.accelerator_bindings()}.items():
+    if node.device_type == "mps":
+        from . import mps
+
+        bindings = {**mps.bindings(node), **mps.accelerator_bindings(node)}
+    else:
+        bindings = {**runtime.cuda_bindings(), **runtime.accelerator_bindings()}
+    for key, value in bindings.items():
         _set(torch_module._C, key, value)
     return node
 
 
 def finish(torch_module) -> None:
     """The second half, once ``import torch`` is done: tensors, files, torch.distributed, the profiler."""
+    if runtime.machine().device_type == "mps":
+        _finish_mps(torch_module)
+        return
     global _library, _kernels
     import torch.cuda
 
@@ -139,6 +148,31 @@ def finish(torch_module) -> None:
         _set(target, name, value)
 
 
+_mps_library = None
+_mps_kernels = None
+
+
+def _finish_mps(torch_module) -> None:
+    """A simulated Mac's second half: tensors made for ``mps`` reach the simulation, and saved ones load."""
+    global _mps_library, _mps_kernels
+    import torch.backends.mps
+
+    from . import serialization, tensors
+
+    for cached in (torch.backends.mps.is_available, torch.backends.mps.is_macos_or_newer):
+        if hasattr(cached, "cache_clear"):
+            cached.cache_clear()  # answered False before the machine was switched on
+    if _mps_library is None:
+        _mps_library = torch_module.library.Library("_", "IMPL")
+        _mps_kernels = torch_module.library.Library("aten", "IMPL")
+        _mps_library.fallback(tensors._factory, "MPS")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for name, impl in tensors.cuda_kernels().items():
+                _mps_kernels.impl(name, impl, "MPS")
+    serialization.install()
+
+
 def _reload_streams(torch_module) -> None:
     import importlib
 
@@ -167,7 +201,10 @@ def stop() -> None:
     if node is None or not node.active:
         return
     node.active = False
-    node.guard.gpulab_install(0, int(node.replace))
+    if node.device_type == "mps":
+        node.guard.gpulab_install_mps(0, 0)
+    else:
+        node.guard.gpulab_install(0, int(node.replace))
     while _saved:
         target, name, value = _saved.pop()
         if value is _MISSING:

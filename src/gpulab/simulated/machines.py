@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-__all__ = ["GPUS", "GPUSpec", "parse"]
+__all__ = ["GPUS", "MACS", "GPUSpec", "MacSpec", "parse"]
 
 MiB = 2**20
 
@@ -39,6 +39,8 @@ class GPUSpec:
     context_bytes: int  # what the CUDA context takes before PyTorch allocates anything
     link: str  # the host link, for readers and docs
     source: str
+
+    device_type = "cuda"  # the device type its tensors are on (a MacSpec's is "mps")
 
     @property
     def memory_bandwidth(self) -> float:
@@ -141,15 +143,66 @@ GPUS: dict[str, GPUSpec] = {
     )
 }
 
+
+@dataclasses.dataclass(frozen=True)
+class MacSpec:
+    """An Apple silicon Mac as PyTorch's MPS backend sees it: one GPU sharing the host's (unified) memory."""
+
+    key: str  # what GPULAB_SIMULATE calls it
+    name: str  # what torch.backends.mps.get_name() says (the Metal device's name)
+    gpu_cores: int  # torch.backends.mps.get_core_count()
+    unified_memory: int  # bytes of the Mac's memory, CPU and GPU together
+    recommended_max_memory: int  # Metal's recommendedMaxWorkingSetSize: torch.mps.recommended_max_memory()
+    memory_bandwidth: float  # bytes per second (Apple's figure for the chip)
+    source: str
+
+    device_type = "mps"
+    link = "unified memory (no host link: the CPU and the GPU share one memory)"
+
+
+GiB = 2**30
+
+MACS: dict[str, MacSpec] = {
+    spec.key: spec
+    for spec in (
+        # recommendedMaxWorkingSetSize is about two thirds of a Mac's memory up to 32 GB or so, about three
+        # quarters above; a 16 GB M1 reports 10.67 GiB (11,453,251,584 bytes) and a 128 GB M3 Max 96 GiB.
+        MacSpec(
+            "mps-m1",
+            "Apple M1",
+            8,
+            16 * GiB,
+            11_453_251_584,
+            68.25e9,
+            "Apple M1 (2020): 8-core GPU, 16 GB LPDDR4X-4266 unified memory on a 128-bit bus, 68.25 GB/s",
+        ),
+        MacSpec(
+            "mps-m3-max",
+            "Apple M3 Max",
+            40,
+            128 * GiB,
+            96 * GiB,
+            400e9,
+            "Apple M3 Max (2023): 40-core GPU, 128 GB LPDDR5-6400 unified memory on a 512-bit bus, 400 GB/s",
+        ),
+    )
+}
+MACS["mps"] = MACS["mps-m1"]  # GPULAB_SIMULATE=mps: the most common Mac a self-learner has, and the tightest
+
 _NAME = re.compile(r"^(?:(\d+)x)?([a-z0-9]+)$")
 
 
-def parse(text: str) -> list[GPUSpec]:
-    """The GPUs of a machine named ``t4``, ``h100`` or ``4xh100`` (N of one model, N from 1 to 16)."""
-    match = _NAME.match(text.strip().lower())
+def parse(text: str) -> list[GPUSpec] | list[MacSpec]:
+    """The GPUs of a machine named ``t4``, ``h100`` or ``4xh100`` (N of one model, N from 1 to 16), or the one
+    GPU of a Mac named ``mps``, ``mps-m1`` or ``mps-m3-max``."""
+    key = text.strip().lower()
+    if key in MACS:
+        return [MACS[key]]
+    match = _NAME.match(key)
     if not match or match.group(2) not in GPUS:
         raise ValueError(
-            f"GPULAB_SIMULATE={text!r}: name one of {', '.join(GPUS)}, or a node of N of them such as 4xh100"
+            f"GPULAB_SIMULATE={text!r}: name one of {', '.join(GPUS)}, or a node of N of them such as 4xh100, "
+            f"or a Mac: {', '.join(MACS)}"
         )
     count = int(match.group(1) or 1)
     if not 1 <= count <= 16:

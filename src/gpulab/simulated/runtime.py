@@ -49,13 +49,24 @@ class Machine:
 
     def __init__(self, name: str, specs: list[GPUSpec], guard, *, replace: bool = False):
         self.name = name
-        self.specs = specs = visible_devices(specs)
+        self.device_type = specs[0].device_type  # "cuda", or "mps" for a Mac
         self.guard = guard
         self.replace = replace  # a CUDA build without a GPU: its own guard and hooks give way
-        # the C++ side counts only the GPUs CUDA_VISIBLE_DEVICES shows
-        if not guard.gpulab_install(len(specs), int(replace)):
-            raise RuntimeError("this torch's own CUDA device guard is in place: a simulated machine cannot be")
-        self.allocators = [DeviceAllocator(i, spec.total_memory, spec.context_bytes) for i, spec in enumerate(specs)]
+        if self.device_type == "mps":
+            from . import mps
+
+            self.specs = specs
+            if not guard.gpulab_install_mps(1, int(mps.pinned_memory_is_on_mps())):
+                raise RuntimeError("this torch has an MPS device guard of its own: a simulated Mac cannot be")
+            self.allocators = [mps.MetalAllocator(specs[0])]
+        else:
+            self.specs = specs = visible_devices(specs)
+            # the C++ side counts only the GPUs CUDA_VISIBLE_DEVICES shows
+            if not guard.gpulab_install(len(specs), int(replace)):
+                raise RuntimeError("this torch's own CUDA device guard is in place: a simulated machine cannot be")
+            self.allocators = [
+                DeviceAllocator(i, spec.total_memory, spec.context_bytes) for i, spec in enumerate(specs)
+            ]
         self.sync_debug_mode = 0  # torch.cuda.set_sync_debug_mode: 0 off, 1 warn, 2 error
         self.init_pid: int | None = None  # the process that initialised CUDA (a fork of it may not use it)
         self.streams = _Streams()
@@ -68,16 +79,19 @@ class Machine:
         return len(self.specs)
 
     def current_device(self) -> int:
-        return int(self.guard.gpulab_get_device())
+        return 0 if self.device_type == "mps" else int(self.guard.gpulab_get_device())
 
     def set_current_device(self, index: int) -> None:
         self.check_index(index)
-        self.guard.gpulab_set_device(int(index))
+        if self.device_type != "mps":
+            self.guard.gpulab_set_device(int(index))
 
     def check_index(self, index: int) -> int:
         if index is None or index < 0:
             return self.current_device()
         if index >= self.device_count:
+            if self.device_type == "mps":  # not MPS's own words: a Mac has one GPU, and asking for another is an error
+                raise RuntimeError(f"Invalid device index {index}: an Apple GPU is device 0, the only one")
             raise cuda_error("invalid device ordinal", "cudaErrorInvalidDevice")
         return int(index)
 

@@ -43,27 +43,36 @@ def _tag(storage) -> str | None:
     if not isinstance(storage, torch.UntypedStorage) or storage.device.type != "cpu":
         return None
     block = tensors._blocks.get(storage._cdata)
-    return None if block is None else f"cuda:{block.allocator.device_index}"
+    if block is None:
+        return None
+    # torch/serialization.py's taggers: "cuda:i" for a GPU's storage, "mps" for a Mac's (_mps_tag)
+    return "mps" if tensors.runtime.machine().device_type == "mps" else f"cuda:{block.allocator.device_index}"
 
 
 def _restore(storage, location: str):
-    if not location.startswith("cuda") or tensors.runtime.machine() is None:
+    node = tensors.runtime.machine()
+    if node is None or not location.startswith(node.device_type):
         return None
-    validate = getattr(torch.serialization, "_validate_device", None)  # the real check and message
-    device = validate(location, "cuda") if validate is not None else torch.serialization.validate_cuda_device(location)
-    index = device.index if isinstance(device, torch.device) else device
+    if node.device_type == "mps":  # torch/serialization.py, _mps_deserialize: any "mps…" goes to the one GPU
+        device = torch.device("mps", 0)
+    else:
+        validate = getattr(torch.serialization, "_validate_device", None)  # the real check and message
+        index = (
+            validate(location, "cuda") if validate is not None else torch.serialization.validate_cuda_device(location)
+        )
+        device = torch.device("cuda", index.index if isinstance(index, torch.device) else index)
     storage = getattr(storage, "_untyped_storage", storage)
-    storage._gpulab_device = int(index)
+    storage._gpulab_device = device
     return storage
 
 
 def _rebuild_tensor(storage, storage_offset, size, stride):
     untyped = storage._untyped_storage
-    index = getattr(untyped, "_gpulab_device", None)
-    if index is None:
+    device = getattr(untyped, "_gpulab_device", None)
+    if device is None:
         return _original_rebuild(storage, storage_offset, size, stride)
     inner = torch.empty((0,), dtype=storage.dtype).set_(untyped, storage_offset, size, stride)
-    return tensors.CudaTensor(inner, torch.device("cuda", index))
+    return tensors.CudaTensor(inner, device)
 
 
 def install() -> None:

@@ -33,12 +33,13 @@ from pathlib import Path
 import torch
 from torch.utils._pytree import tree_flatten, tree_map
 
-from . import runtime
+from . import mps, runtime
 
 __all__ = ["CudaTensor"]
 
 aten = torch.ops.aten
 CPU = torch.device("cpu")
+_SIMULATED_TYPES = ("cuda", "mps")
 PRECHECK_BYTES = 16 * 2**20  # operands at least this large: the result's size is found on meta first
 # (Always finding it costs ~0.35 ms an operation, more than the operation itself here. Below this, a result
 # far larger than its operands, as torch.outer of two vectors, is computed before the allocator is asked;
@@ -383,12 +384,12 @@ def _argument_device_check(func, args, kwargs) -> None:
                     raise RuntimeError(
                         f"Expected all tensors to be on the same device, but got {argument.name} is "
                         f"on {tensor.device}, different from other tensors on {common} (when checking "
-                        f"argument in method wrapper_CUDA_{method})"
+                        f"argument in method wrapper_{common.type.upper()}_{method})"
                     )
                 raise RuntimeError(
                     f"Expected all tensors to be on the same device, but found at least two devices, "
                     f"{common} and {tensor.device}! (when checking argument for argument "
-                    f"{argument.name} in method wrapper_CUDA_{method})"
+                    f"{argument.name} in method wrapper_{common.type.upper()}_{method})"
                 )
 
 
@@ -412,6 +413,8 @@ def _takes_generator(func) -> bool:
 
 
 def _generator(index: int):
+    if runtime.machine().device_type == "mps":
+        return torch._C._mps_get_default_generator()  # torch.mps.manual_seed seeds it
     generators = getattr(torch.cuda, "default_generators", ())
     return generators[index] if index < len(generators) else None
 
@@ -419,7 +422,7 @@ def _generator(index: int):
 def _unwrap(value):
     if isinstance(value, CudaTensor):
         return value._inner
-    if isinstance(value, torch.device) and value.type == "cuda":
+    if isinstance(value, torch.device) and value.type in _SIMULATED_TYPES:
         return CPU
     return value
 
@@ -498,7 +501,7 @@ def _refused_by_host(func, args, kwargs, index: int, error: Exception):
 
 def _host_error(index: int, needed: int, error: Exception):
     raise RuntimeError(
-        f"the simulated GPU cuda:{index} holds its values in this machine's memory, which cannot "
+        f"the simulated GPU {runtime.machine().device_type}:{index} holds its values in this machine's memory, which cannot "
         f"hold the {needed} bytes this operation makes (the GPU has room for them)"
     ) from error
 
@@ -619,24 +622,24 @@ def _dispatch(func, args, kwargs):
         target = CPU
     else:
         target = _common_device(func, flat, args, kwargs)
-        if isinstance(device, torch.device) and device.type == "cuda":
-            target = torch.device("cuda", node.check_index(device.index if device.index is not None else -1))
+        if isinstance(device, torch.device) and device.type == node.device_type:
+            target = torch.device(device.type, node.check_index(device.index if device.index is not None else -1))
     if func in _FLOAT8_MATMULS and target.type == "cuda":
         _check_float8_matmul(node, func, target.index)
     if func in _SYNCHRONISING or (func is aten.index.Tensor and _has_mask(args)):
         node.synchronizing(func.__name__)
     inner_args, inner_kwargs = tree_map(_unwrap, args), tree_map(_unwrap, kwargs)
-    if target.type == "cuda" and _takes_generator(func) and inner_kwargs.get("generator") is None:
+    if target.type != "cpu" and _takes_generator(func) and inner_kwargs.get("generator") is None:
         inner_kwargs["generator"] = _generator(target.index)
     block = None
-    if target.type == "cuda" and (func in _GROWING or sum(_nbytes(v) for v in flat) >= PRECHECK_BYTES):
+    if target.type != "cpu" and (func in _GROWING or sum(_nbytes(v) for v in flat) >= PRECHECK_BYTES):
         needed = _result_bytes(func, args, kwargs)
         if needed:
             block = _allocate(target.index, needed)  # raises OutOfMemoryError before the CPU works
     try:
         out = _compute(_HOST_EQUIVALENTS.get(func, func), *inner_args, **inner_kwargs)
     except RuntimeError as error:
-        if target.type == "cuda" and block is None and _host_too_small(error):
+        if target.type != "cpu" and block is None and _host_too_small(error):
             _refused_by_host(func, args, kwargs, target.index, error)
         raise
     return _rewrap(out, args, kwargs, inner_args, inner_kwargs, target, block)
@@ -657,8 +660,10 @@ def _rewrap(out, args, kwargs, inner_args, inner_kwargs, target, block=None):
             if isinstance(original, CudaTensor):
                 _follow_resize(original)
             return original
-        if target.type != "cuda":
+        if target.type == "cpu":
             return value
+        if target.type == "mps":
+            mps.refuse_dtype(value.dtype)
         nonlocal block
         reserved, block = block, None  # a block taken before the work goes to the first new tensor
         return _wrap(value, target, reserved)
@@ -726,15 +731,18 @@ def _to_copy(node, source, **kwargs):
         if not kwargs.get("non_blocking"):
             node.synchronizing("copy to host")
         out = _compute(aten._to_copy.default, source._inner, **inner_kwargs)
-        if kwargs.get("non_blocking"):
-            # aten/src/ATen/native/TensorConversions.cpp, _to_copy: a non-blocking copy to the host lands in pinned memory
+        if kwargs.get("non_blocking") and source.device.type == "cuda":
+            # aten/src/ATen/native/TensorConversions.cpp, _to_copy: a non-blocking copy from CUDA to the host lands in
+            # pinned memory (pin_out is for CUDA and PrivateUse1 only: from MPS it is plain host memory)
             out = out.pin_memory()
         return out
     index = node.check_index(device.index if device.index is not None else -1)
     dtype = kwargs.get("dtype") or source.dtype
+    if device.type == "mps":
+        mps.refuse_dtype(dtype)
     block = _allocate(index, source.numel() * dtype.itemsize)
     out = _compute(aten._to_copy.default, source._inner, **inner_kwargs)
-    return _wrap(out, torch.device("cuda", index), block)
+    return _wrap(out, torch.device(device.type, index), block)
 
 
 def _copy_(node, target, source, non_blocking=False):
@@ -808,8 +816,10 @@ def _factory(op, *args, **kwargs):
     _lazy_init_in_child()
     device = kwargs.get("device")
     if not isinstance(device, torch.device):
-        device = torch.device("cuda")
+        device = torch.device(node.device_type)
     index = node.check_index(device.index if device.index is not None else -1)
+    if device.type == "mps":
+        mps.refuse_dtype(kwargs.get("dtype"))
     kwargs = dict(kwargs, device=CPU)
     if kwargs.get("pin_memory"):
         kwargs["pin_memory"] = False
@@ -827,5 +837,5 @@ def _factory(op, *args, **kwargs):
             if _host_too_small(error):
                 _host_error(index, needed, error)  # the card had room: the block is taken
             raise
-    target = torch.device("cuda", index)
+    target = torch.device(device.type, index)
     return tree_map(lambda t: _wrap(t, target, block) if isinstance(t, torch.Tensor) else t, out)
