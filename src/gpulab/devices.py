@@ -345,7 +345,7 @@ def gpu_name(i: int = 0) -> str:
     from . import simulated
 
     if not torch.cuda.is_available() and accelerator_type() == "mps":
-        get_name = getattr(torch.backends.mps, "get_name", None)  # torch 2.8 and later
+        get_name = getattr(torch.backends.mps, "get_name", None)  # not in every torch version
         name = get_name() if get_name is not None else f"Apple GPU ({platform.machine()})"
     else:
         name = torch.cuda.get_device_name(i)

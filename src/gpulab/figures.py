@@ -1322,10 +1322,12 @@ def cudnn_steps(result: dict, figure) -> None:
             fontsize=7,
         )
     plots.timed_once(figure)  # a size's first step happens once: it has no repeats to take a spread from
-    if _no_accelerator(result):
+    device = str(result.get("device", "cpu"))
+    if not device.startswith("cuda"):  # cuDNN is NVIDIA's: a CPU or a Mac's GPU (MPS) has other convolutions
+        where = "this CPU" if _no_accelerator(result) else "a Mac's GPU (MPS)" if device.startswith("mps") else device
         plots.note(
             figure,
-            "cudnn.benchmark needs a CUDA GPU: on this CPU the flag changes nothing"
+            f"cudnn.benchmark needs a CUDA GPU: on {where} the flag changes nothing"
             + (" · " + _not_drawn(record, result, ("image_sizes", "steps_per_size")) if usable is None else ""),
         )
     ax.set_title(

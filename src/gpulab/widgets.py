@@ -165,8 +165,8 @@ def _option_value(option):
 def _is_out_of_memory(exc: BaseException) -> bool:
     import torch
 
-    # torch.OutOfMemoryError is raised by CUDA, MPS and XPU alike; older backends raise a
-    # RuntimeError whose message says it.
+    # torch.OutOfMemoryError is CUDA's and XPU's; MPS raises a RuntimeError whose message says
+    # "MPS backend out of memory" (aten/src/ATen/mps/MPSAllocator.mm), as older backends do.
     oom = getattr(torch, "OutOfMemoryError", None)
     return (oom is not None and isinstance(exc, oom)) or "out of memory" in str(exc).lower()
 

@@ -8,6 +8,10 @@ from claim_kinds import Claim, Unshown
 MiB = 2**20
 SOLUTIONS = "solutions/02_copying.ipynb"
 CUDA_DOCS = "CUDA's documentation (API synchronization behavior); no record shows it"
+MPS_SOURCE = (
+    "no Mac record: PyTorch's source (aten/src/ATen/mps/MPSHooks.mm, native/Memory.cpp), issue #181374, PR #181720; "
+    "the simulated Mac runs the installed torch's own code on it (tests/unit/simulated/test_mps.py)"
+)
 SOURCE = (
     "PyTorch's source (aten/src/ATen/native/cuda/Copy.cu, copy_kernel_cuda → c10::cuda::memcpy_and_sync), not a "
     "measurement: no record times a copy queued behind kernels"
@@ -402,9 +406,19 @@ UNSHOWN = [
         "PyTorch's CUDA semantics; 02_sync records the time per step, not the waits",
         where=SOLUTIONS,
     ),
-    Unshown("MPS on torch 2.7–2.12: a tensor on the GPU, not pinned", "no MPS record: PyTorch's issue tracker"),
     Unshown(
-        "MPS on torch 2.7–2.12 hands back an mps tensor, not pinned host memory",
-        "no MPS record: PyTorch's issue tracker",
+        "on a Mac before torch 2.14, MPS's pinned memory is refused",
+        MPS_SOURCE,
+    ),
+    Unshown(
+        "GPU memory as \"pinned\" memory: pin_memory() refuses it, torch.empty(..., pin_memory=True) returns a "
+        "tensor on mps.",
+        MPS_SOURCE,
+    ),
+    Unshown("MPS before torch 2.14 hands back an mps tensor, not pinned host memory", MPS_SOURCE),
+    Unshown(
+        "Before torch 2.14, what MPS hands out as pinned memory is GPU memory: t.pin_memory() raises, and from "
+        "torch 2.7 torch.empty(..., pin_memory=True) returns a tensor on mps:0, not pinned host memory.",
+        MPS_SOURCE,
     ),
 ]

@@ -289,7 +289,9 @@ CLAIMS = [
         _del_then_empty_cache,
     ),
     Claim('"Used on the GPU" stays above reserved by the CUDA context', _used_above_reserved_by_the_context),
-    Claim("When an allocation does not fit, PyTorch raises torch.OutOfMemoryError", _out_of_memory_error),
+    Claim(
+        "When an allocation does not fit on an NVIDIA GPU, PyTorch raises torch.OutOfMemoryError", _out_of_memory_error
+    ),
     Claim(
         "The message says how much was requested, how much the GPU has and how much of it is free, how much the "
         'process uses "including non-PyTorch memory", how much PyTorch has allocated, and how much it has reserved '
