@@ -1,5 +1,6 @@
 # make lab      — set up .venv if needed and start JupyterLab on the lessons
-#                 (GPULAB_SIMULATE=t4 make lab: the same on a simulated T4; 4xh100 for a node of four H100s)
+#                 (GPULAB_SIMULATE=t4 make lab: the same on a simulated T4; 4xh100 for a node of four H100s;
+#                 mps for a Mac's GPU)
 # make lecture LESSON=02 — JupyterLab on lesson 02, to present it: run all cells, then the notebook toolbar's
 #                 deck button (or Start Deck in the command palette); Space goes on (cell by cell, slide by slide),
 #                 Shift+Space back, Esc stops; every panel stays live (slides from gpulab slides, drawn by
@@ -8,7 +9,7 @@
 #                 the hygiene tests (tests/hygiene), in .venv
 # make test     — set up .venv and .venv-colab (Colab's stack, where a Python 3.13 is) if needed, and run every test
 # make test-colab — set up .venv-colab (Colab's stack, Python 3.13) and run the Colab lane
-# make test-simulated — only the whole course on a simulated T4 and a node of four H100s (part of make test)
+# make test-simulated — only the whole course on a simulated T4, a node of four H100s and a Mac (part of make test)
 # make test-versions — every lesson and solution on the oldest torch pyproject.toml admits and on the
 #                 newest release, each in its own .venv-torch-VERSION, on the CPU and a simulated T4
 # make site     — the course's website in site/ (not committed): every lesson and exercise notebook executed

@@ -4,8 +4,8 @@ tests/e2e/test_simulated_course.py runs ``pytest -p nbval_outputs notebooks solu
 ``GPULAB_SIMULATE`` set and this folder on ``PYTHONPATH``. For every executed cell the plugin
 
 - fails the cell when its output says it needs hardware the simulated machine has ("needs a CUDA
-  GPU — this machine has none" on a simulated T4, "needs 2 GPUs" on four H100s): the branch a
-  reader with that GPU runs is the one that must have run;
+  GPU — this machine has none" on a simulated T4, "needs 2 GPUs" on four H100s, "needs an
+  accelerator" on a Mac): the branch a reader with that GPU runs is the one that must have run;
 - writes the cell's source and output to ``$GPULAB_NBVAL_OUTPUTS/<folder>/<notebook>.txt``, to be
   read cell by cell;
 - with ``$GPULAB_NBVAL_BENCH`` set, records a lesson's panels when its last cell has run, in the
@@ -37,8 +37,14 @@ _CLAIMS = (
 _WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4}
 
 
-def contradictions(text: str, gpus: int) -> list[str]:
-    """The lines of ``text`` that say the machine lacks hardware it has (``gpus`` CUDA GPUs)."""
+_CUDA = re.compile(r"\b(?:CUDA|NVIDIA|NCCL)\b")
+
+
+def contradictions(text: str, gpus: int, cuda: int | None = None) -> list[str]:
+    """The lines of ``text`` that say the machine lacks hardware it has: ``gpus`` GPUs, ``cuda`` of them CUDA's
+    (all of them unless said: a Mac has one GPU and no CUDA GPU). A line that names CUDA (or NVIDIA, NCCL)
+    is read against the CUDA GPUs; any other, against every GPU."""
+    cuda = gpus if cuda is None else cuda
     found = []
     for line in text.splitlines():
         for claim in _CLAIMS:
@@ -47,7 +53,7 @@ def contradictions(text: str, gpus: int) -> list[str]:
                 continue
             groups = match.groupdict()
             needed = 1 if groups.get("none") else _WORDS.get(groups["n"].lower()) or int(groups["n"])
-            if gpus >= needed:
+            if (cuda if _CUDA.search(line) else gpus) >= needed:
                 found.append(line.strip())
                 break
     return found
@@ -73,10 +79,12 @@ def text_of(outputs) -> str:
     return "".join(parts)
 
 
-def _gpus() -> int:
+def _gpus() -> tuple[int, int]:
+    """The simulated machine's GPUs, and how many of them are CUDA's."""
     from gpulab.simulated import machines
 
-    return len(machines.parse(os.environ["GPULAB_SIMULATE"]))
+    specs = machines.parse(os.environ["GPULAB_SIMULATE"])
+    return len(specs), sum(spec.device_type == "cuda" for spec in specs)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -94,7 +102,7 @@ def pytest_runtest_makereport(item, call):
         with log.open("a", encoding="utf-8") as out:
             out.write(f"──── cell {item.cell_num} ({report.outcome}) ────\n{item.cell.source}\n──── output\n{text}\n")
     if report.passed and os.environ.get("GPULAB_SIMULATE"):
-        wrong = contradictions(text, _gpus())
+        wrong = contradictions(text, *_gpus())
         if wrong:
             report.outcome = "failed"
             report.longrepr = (

@@ -1,4 +1,4 @@
-"""The whole course on a simulated T4 and on a simulated node of four H100s (``GPULAB_SIMULATE``).
+"""The whole course on a simulated T4, a simulated node of four H100s and a simulated Mac (``GPULAB_SIMULATE``).
 
 For each machine, as a reader with that GPU would run it:
 
@@ -11,7 +11,8 @@ For each machine, as a reader with that GPU would run it:
   fresh kernel; the solutions handed in renamed, as learning-management systems rename files.
 
 The T4 is Colab's GPU: its share runs on Colab's stack, in .venv-colab (tests/e2e/test_colab.py), where make
-test has installed it, else in this Python; the four H100s' in this Python. Both machines run at once, each a background thread that runs those steps one after another in
+test has installed it, else in this Python; the four H100s' and the Mac's in this Python. The machines run at once, each
+a background thread that runs those steps one after another in
 processes of their own. They start as soon as the session's tests are collected, and this module's
 tests run last (tests/conftest.py), so the course runs beside the rest of the suite.
 """
@@ -37,7 +38,7 @@ from nbval_outputs import contradictions, text_of
 
 pytestmark = simulates
 
-MACHINES = ("t4", "4xh100")
+MACHINES = ("t4", "4xh100", "mps")
 # A simulated GPU's speed is this CPU's: panels run the same code with smaller settings, sooner.
 PANEL_LIMIT_S = 5
 SANDBOXED = not sandbox.unavailable()
@@ -62,6 +63,11 @@ def test_a_line_that_says_hardware_is_missing_is_read_against_the_machine():
     )
     for line in innocent:
         assert contradictions(line, 4) == [], line
+    # A Mac: one GPU, no CUDA GPU. What CUDA alone has may be missing; an accelerator may not.
+    assert contradictions("Needs a CUDA GPU — this machine has none. On one, …", 1, cuda=0) == []
+    assert contradictions("no CUDA GPUs: the lesson runs gloo on CPU processes", 1, cuda=0) == []
+    for line in ("Needs an accelerator — this machine has none.", "Needs a GPU — this machine has none"):
+        assert contradictions(line, 1, cuda=0) == [line], line
 
 
 def test_the_text_of_outputs_is_what_a_reader_sees():
@@ -86,6 +92,8 @@ def notebooks(folder: str) -> list:
 LMS_NAMES = {
     "t4": "doe_jane_{number}_late_{lesson}-1.ipynb",
     "4xh100": "Jane Doe_{number}_assignsubmission_file_/{lesson} (2).ipynb",
+    # Blackboard: the assignment, the student, the attempt's time, then the file's name
+    "mps": "Lesson {number}_jdoe_attempt_2026-12-07-10-31-07_{lesson}.ipynb",
 }
 
 

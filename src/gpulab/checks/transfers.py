@@ -11,7 +11,9 @@ the GPU or copied there, whether a copy's source was pinned::
 On a machine without a GPU, the block runs on a simulated GPU (a T4 unless told otherwise, see
 :mod:`gpulab.simulated`): tensors on ``"cuda"`` hold real values computed on the CPU, so the
 code runs as it would on a GPU, and the machine is switched off again when the block ends. Where
-a GPU, or a simulated machine of ``GPULAB_SIMULATE``, is already there, the block records on it.
+a GPU, or a simulated CUDA machine of ``GPULAB_SIMULATE``, is already there, the block records on it; a
+simulated Mac gives way to a simulated T4 for the block (on a real Mac, CUDA simulated beside MPS is
+the accelerator torch picks).
 The same check therefore grades the same way on a laptop, in the grader's sandbox and on a GPU.
 
 Recorded while the block runs:
@@ -217,6 +219,10 @@ class TransferRecorder:
 
         stack = contextlib.ExitStack()
         if not torch.cuda.is_available():
+            mac = install.running()
+            if mac is not None and mac.device_type == "mps":  # a simulated Mac gives way for the block
+                install.stop()
+                stack.callback(install.resume, mac)
             install.start(self.machine)
             stack.callback(install.stop)
         # Counted wherever code finds them: `from torch.cuda import synchronize` taken before counts too.

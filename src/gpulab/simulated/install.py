@@ -16,7 +16,7 @@ from typing import Any
 
 from . import machines, native, runtime
 
-__all__ = ["running", "start", "stop"]
+__all__ = ["resume", "running", "start", "stop"]
 
 _saved: list[tuple[Any, str, Any]] = []  # (object, attribute, value before): what stop() puts back
 _MISSING = object()
@@ -155,13 +155,9 @@ _mps_kernels = None
 def _finish_mps(torch_module) -> None:
     """A simulated Mac's second half: tensors made for ``mps`` reach the simulation, and saved ones load."""
     global _mps_library, _mps_kernels
-    import torch.backends.mps
-
     from . import serialization, tensors
 
-    for cached in (torch.backends.mps.is_available, torch.backends.mps.is_macos_or_newer):
-        if hasattr(cached, "cache_clear"):
-            cached.cache_clear()  # answered False before the machine was switched on
+    _forget_mps_answers()  # answered False before the machine was switched on
     if _mps_library is None:
         _mps_library = torch_module.library.Library("_", "IMPL")
         _mps_kernels = torch_module.library.Library("aten", "IMPL")
@@ -192,6 +188,31 @@ def start(name: str) -> runtime.Machine:
     return node
 
 
+def resume(node: runtime.Machine) -> runtime.Machine:
+    """Switch a simulated Mac that :func:`stop` switched off on again, as it was (its memory counters kept).
+
+    An exercise check (:class:`~gpulab.checks.transfers.TransferRecorder`) runs its block on a simulated CUDA
+    GPU: on a simulated Mac it switches the Mac off for the block, as a real Mac's MPS gives way to CUDA
+    where both are there (``at::getAccelerator`` asks CUDA first), and on again after it.
+    """
+    import torch
+
+    if running() is not None:
+        raise RuntimeError(f"a simulated {running().name} is already running in this process")
+    if node.device_type != "mps":
+        raise ValueError("only a simulated Mac is resumed; start a CUDA machine again with start()")
+    from . import mps
+
+    if not node.guard.gpulab_install_mps(1, int(mps.pinned_memory_is_on_mps())):
+        raise RuntimeError("this torch has an MPS device guard of its own: a simulated Mac cannot be")
+    runtime._machine = node
+    node.active = True
+    for key, value in {**mps.bindings(node), **mps.accelerator_bindings(node)}.items():
+        _set(torch._C, key, value)
+    _finish_mps(torch)
+    return node
+
+
 def stop() -> None:
     """Switch the simulated machine off: ``torch.cuda`` says there is no GPU again.
 
@@ -211,3 +232,14 @@ def stop() -> None:
             delattr(target, name)
         else:
             setattr(target, name, value)
+    if node.device_type == "mps":
+        _forget_mps_answers()
+
+
+def _forget_mps_answers() -> None:
+    """torch.backends.mps caches its answers (functools.lru_cache): asked again, they are asked anew."""
+    import torch.backends.mps
+
+    for cached in (torch.backends.mps.is_available, torch.backends.mps.is_macos_or_newer):
+        if hasattr(cached, "cache_clear"):
+            cached.cache_clear()

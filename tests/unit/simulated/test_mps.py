@@ -365,3 +365,27 @@ def test_every_mps_binding_keeps_the_real_signature():
         assert module.startswith("gpulab.simulated"), name
         if name in stubs:
             assert params == _stub_parameters(stubs[name]), (name, params)
+
+
+def test_an_exercise_check_on_a_mac_records_on_a_simulated_t4_and_gives_the_mac_back():
+    """TransferRecorder records on a simulated CUDA GPU: a simulated Mac gives way for its block, as MPS does to CUDA
+    where both are there (at::getAccelerator asks CUDA first), and is back afterwards with its tensors and counters."""
+    out = run(
+        "mps",
+        """
+        from gpulab.checks import TransferRecorder
+        kept = torch.ones(3, device="mps")
+        held = torch.mps.current_allocated_memory()
+        with TransferRecorder() as gpu:
+            OUT["inside"] = [torch.backends.mps.is_available(), str(torch.accelerator.current_accelerator()),
+                             str(torch.ones(2).to("cuda").device)]
+            torch.ones(2, device="cuda").sum().item()
+        OUT["reads"] = len(gpu.reads)
+        OUT["after"] = [torch.backends.mps.is_available(), str(torch.accelerator.current_accelerator()),
+                        (kept + 1).cpu().tolist(), torch.mps.current_allocated_memory() == held > 0,
+                        torch.cuda.is_available()]
+        """,
+    )
+    assert out["inside"] == [False, "cuda", "cuda:0"]
+    assert out["reads"] == 1
+    assert out["after"] == [True, "mps", [2.0, 2.0, 2.0], True, False]
