@@ -264,10 +264,11 @@ struct MpsPinnedAllocator final : public c10::Allocator {
 
 MpsPinnedAllocator mps_pinned_allocator;
 
-// No `override` on what not every supported torch declares virtual in MPSHooksInterface (a function of the
-// same signature overrides where the base declares it, and is an unused extra entry where it does not).
+// `override` only on hasMPS, which every supported torch declares: the rest of MPSHooksInterface changed from
+// version to version (a function of the same signature overrides where the base declares it, and is an unused
+// extra entry where it does not).
 struct SimulatedMpsHooks final : public at::MPSHooksInterface {
-  void init() const override {}
+  void init() const {}
   bool hasMPS() const override { return mps_count.load() > 0; }
   bool isOnMacOSorNewer(unsigned, unsigned) const { return true; }
   void deviceSynchronize() const {}
@@ -275,15 +276,15 @@ struct SimulatedMpsHooks final : public at::MPSHooksInterface {
   void emptyCache() const {}
   bool isBuilt() const { return true; }
   bool isAvailable() const { return mps_count.load() > 0; }
-  bool hasPrimaryContext(c10::DeviceIndex index) const override { return index == 0 && mps_count.load() > 0; }
+  bool hasPrimaryContext(c10::DeviceIndex index) const { return index == 0 && mps_count.load() > 0; }
   c10::DeviceIndex deviceCount() const { return static_cast<c10::DeviceIndex>(mps_count.load()); }
   c10::DeviceIndex getCurrentDevice() const { return 0; }
-  bool isPinnedPtr(const void* data) const override {
+  bool isPinnedPtr(const void* data) const {
     std::lock_guard<std::mutex> lock(pinned_mutex);
     return pinned.count(data) > 0;
   }
-  c10::Allocator* getPinnedMemoryAllocator() const override { return &mps_pinned_allocator; }
-  const at::Generator& getDefaultGenerator(c10::DeviceIndex) const override { return at::detail::getDefaultCPUGenerator(); }
+  c10::Allocator* getPinnedMemoryAllocator() const { return &mps_pinned_allocator; }
+  const at::Generator& getDefaultGenerator(c10::DeviceIndex) const { return at::detail::getDefaultCPUGenerator(); }
 };
 
 SimulatedMpsHooks mps_hooks;
