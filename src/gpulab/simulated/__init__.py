@@ -1,6 +1,7 @@
-"""Simulated CUDA machines: the course's GPU code, run on the CPU.
+"""Simulated CUDA machines, and a simulated Mac: the course's GPU code, run on the CPU.
 
-``GPULAB_SIMULATE=t4`` (or ``a100``, ``h100``, ``h200``, or ``4xh100`` for a node of four) in the
+``GPULAB_SIMULATE=t4`` (or ``a100``, ``h100``, ``h200``, or ``4xh100`` for a node of four; ``mps``,
+``mps-m1`` or ``mps-m3-max`` for a Mac's GPU, as PyTorch's MPS backend sees it: :mod:`.mps`) in the
 environment makes every Python of the environment see that machine from its start (the hook is
 installed by ``make``; see :mod:`gpulab.simulated.hook`). In a running program,
 :func:`start` switches one on and :func:`stop` off; exercise checks use
@@ -29,7 +30,12 @@ What is simulated, faithfully where the course relies on it (each with a test na
   with CUDA's message, raised before the host holds the values;
 - ``torch.distributed`` (:mod:`.nccl`): the ``nccl`` backend where each rank has its own
   GPU, with NCCL's refusals, carried over gloo;
-- ``torch.profiler`` (:mod:`.profiler`) accepts ``ProfilerActivity.CUDA``.
+- ``torch.profiler`` (:mod:`.profiler`) accepts ``ProfilerActivity.CUDA``;
+- on a simulated Mac (:mod:`.mps`): ``torch.backends.mps``, ``torch.mps`` and ``torch.accelerator``
+  answer for it, tensors are on ``mps:0``, float64 is refused as MPS refuses it, the MPS allocator's
+  counters, limit and out-of-memory error, events, pinned memory as each torch version's MPS has it,
+  and the profiler with no MPS activity and no MPS memory, as on a Mac. Exercise checks
+  (``TransferRecorder``) switch a simulated Mac off for their block and record on a simulated T4.
 
 What exercise checks use lives in :mod:`gpulab.checks`: the recorder of transfers between host and
 GPU that runs on such a machine, and two smaller simulations of their own (a device's memory
