@@ -411,7 +411,7 @@ UNSHOWN = [
         MPS_SOURCE,
     ),
     Unshown(
-        "GPU memory as \"pinned\" memory: pin_memory() refuses it, torch.empty(..., pin_memory=True) returns a "
+        'GPU memory as "pinned" memory: pin_memory() refuses it, torch.empty(..., pin_memory=True) returns a '
         "tensor on mps.",
         MPS_SOURCE,
     ),
