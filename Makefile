@@ -86,7 +86,7 @@ check: lint
 	$(VENV)/bin/python -m pytest -n 2 --dist loadfile tests/unit tests/hygiene
 
 test: lint venvs
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest --durations=25
 
 # The Colab lane alone: in .venv-colab (made here), every lesson and solution on the CPU, the widget
 # and quiz tests, a student's self-check grading; the setup cell as Colab runs it. make test runs it
