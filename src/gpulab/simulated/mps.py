@@ -28,7 +28,11 @@ Mac's CPU tensors and GPU tensors take from one memory; here the simulated limit
 tensors only), the heaps' layout (each buffer is its own heap, rounded to 16 KiB pages), Metal
 shaders (``torch.mps.compile_shader``), ``torch.mps.profiler``'s signposts, and which operations
 MPS lacks kernels for beyond float64 (most run on MPS; a few fall back to the CPU where
-``PYTORCH_ENABLE_MPS_FALLBACK=1`` or raise ``NotImplementedError``).
+``PYTORCH_ENABLE_MPS_FALLBACK=1`` or raise ``NotImplementedError``), nor the words of MPS's own kernels for
+operands on two devices (the simulation raises TensorIterator's "Expected all tensors to be on the same
+device …", as on CUDA; some MPS kernels say it otherwise, as "Placeholder storage has not been allocated on
+MPS device!"), nor the profiler's rows (a simulated GPU's work appears as a ``PythonSubclass`` row, see
+:mod:`gpulab.simulated`).
 """
 
 from __future__ import annotations
