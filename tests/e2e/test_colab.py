@@ -104,8 +104,8 @@ def start_runs() -> None:
     steps = {
         "nbval": [*pytest_args, "notebooks", "solutions"],
         "widgets": [*pytest_args, "tests/unit/test_widgets.py", "tests/unit/test_quiz.py"],
-        # --timeout 120, as the simulated course grades: this lane shares two busy cores with the suite, where
-        # lesson 06's torchrun checks once took more than the default 30 s.
+        # --timeout 300, as the simulated course grades: this lane shares two busy cores with the suite, where
+        # lesson 06's torchrun checks once took more than the default 30 s, and lesson 09's compiling check 120 s.
         **{
             f"self-check-{solution.stem}": [
                 python,
@@ -114,7 +114,7 @@ def start_runs() -> None:
                 "grade",
                 "--no-sandbox",
                 "--timeout",
-                "120",
+                "300",
                 "--json",
                 str(folder / f"{solution.stem}.json"),
                 str(solution),
