@@ -24,7 +24,25 @@ std::atomic<int> device_count{0};
 constexpr c10::DeviceIndex kEngineDevices = 16;   // the largest simulated node (machines.parse)
 thread_local c10::DeviceIndex current_index = 0;
 
-struct SimulatedCudaGuard final : public c10::impl::DeviceGuardImplInterface {
+// What both simulated devices' guards answer alike: work runs as it is queued, on the default stream, so
+// nothing ever waits and every stream and event is done.
+struct NothingQueued : public c10::impl::DeviceGuardImplInterface {
+  // getStream and exchangeStream are noexcept: torch 2.6 declares them so (a stricter override is allowed).
+  c10::Stream getStream(c10::Device d) const noexcept override { return c10::Stream(c10::Stream::DEFAULT, d); }
+  c10::Stream getDefaultStream(c10::Device d) const override { return c10::Stream(c10::Stream::DEFAULT, d); }
+  c10::Stream exchangeStream(c10::Stream s) const noexcept override { return c10::Stream(c10::Stream::DEFAULT, s.device()); }
+  void record(void**, const c10::Stream&, const c10::DeviceIndex, const c10::EventFlag) const override {}
+  void block(void*, const c10::Stream&) const override {}
+  bool queryEvent(void*) const override { return true; }
+  void destroyEvent(void*, const c10::DeviceIndex) const noexcept override {}
+  bool queryStream(const c10::Stream&) const override { return true; }
+  void synchronizeStream(const c10::Stream&) const override {}
+  void synchronizeEvent(void*) const override {}
+  void synchronizeDevice(const c10::DeviceIndex) const override {}
+  void recordDataPtrOnStream(const c10::DataPtr&, const c10::Stream&) const override {}
+};
+
+struct SimulatedCudaGuard final : public NothingQueued {
   c10::DeviceType type() const override { return c10::DeviceType::CUDA; }
   c10::Device exchangeDevice(c10::Device d) const override {
     auto old = getDevice();
@@ -55,23 +73,10 @@ struct SimulatedCudaGuard final : public c10::impl::DeviceGuardImplInterface {
   void uncheckedSetDevice(c10::Device d) const noexcept override {
     if (d.index() >= 0) current_index = d.index();
   }
-  // getStream and exchangeStream are noexcept: torch 2.6 declares them so (a stricter override is allowed).
-  c10::Stream getStream(c10::Device d) const noexcept override { return c10::Stream(c10::Stream::DEFAULT, d); }
-  c10::Stream getDefaultStream(c10::Device d) const override { return c10::Stream(c10::Stream::DEFAULT, d); }
-  c10::Stream exchangeStream(c10::Stream s) const noexcept override { return c10::Stream(c10::Stream::DEFAULT, s.device()); }
   // The autograd engine sizes its per-device queues once per process, from this count, at its first
   // backward (torch/csrc/autograd/engine.cpp, start_device_threads); a machine switched on later, by a
   // check's SimulatedGPU after a CPU backward, must still find a queue for each of its GPUs.
   c10::DeviceIndex deviceCount() const noexcept override { return kEngineDevices; }
-  void record(void**, const c10::Stream&, const c10::DeviceIndex, const c10::EventFlag) const override {}
-  void block(void*, const c10::Stream&) const override {}
-  bool queryEvent(void*) const override { return true; }
-  void destroyEvent(void*, const c10::DeviceIndex) const noexcept override {}
-  bool queryStream(const c10::Stream&) const override { return true; }
-  void synchronizeStream(const c10::Stream&) const override {}
-  void synchronizeEvent(void*) const override {}
-  void synchronizeDevice(const c10::DeviceIndex) const override {}
-  void recordDataPtrOnStream(const c10::DataPtr&, const c10::Stream&) const override {}
 };
 
 SimulatedCudaGuard guard;
@@ -90,7 +95,9 @@ void delete_pinned(void* context) {
   delete inner;
 }
 
+// `on_mps`, where given: while it holds 1, the memory's DataPtr says it is on mps:0 (see mps_pinned_allocator).
 struct PinnedAllocator final : public c10::Allocator {
+  explicit PinnedAllocator(const std::atomic<int>* on_mps = nullptr) : on_mps(on_mps) {}
   c10::DataPtr allocate(size_t nbytes) override {
     auto* inner = new c10::DataPtr(c10::GetDefaultCPUAllocator()->allocate(nbytes));
     void* data = inner->get();
@@ -98,10 +105,14 @@ struct PinnedAllocator final : public c10::Allocator {
       std::lock_guard<std::mutex> lock(pinned_mutex);
       pinned.insert(data);
     }
-    return c10::DataPtr(data, inner, &delete_pinned, c10::Device(c10::DeviceType::CPU));
+    auto device = on_mps != nullptr && on_mps->load() ? c10::Device(c10::DeviceType::MPS, 0) : c10::Device(c10::DeviceType::CPU);
+    return c10::DataPtr(data, inner, &delete_pinned, device);
   }
   c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
   void copy_data(void* dest, const void* src, std::size_t count) const override { default_copy_data(dest, src, count); }
+
+ private:
+  const std::atomic<int>* on_mps;
 };
 
 PinnedAllocator pinned_allocator;
@@ -219,25 +230,13 @@ bool cuda_is_built(const Hooks& hooks, long) {
 namespace {
 std::atomic<int> mps_count{0};
 
-struct SimulatedMpsGuard final : public c10::impl::DeviceGuardImplInterface {
+struct SimulatedMpsGuard final : public NothingQueued {
   c10::DeviceType type() const override { return c10::DeviceType::MPS; }
   c10::Device exchangeDevice(c10::Device) const override { return c10::Device(c10::DeviceType::MPS, 0); }
   c10::Device getDevice() const override { return c10::Device(c10::DeviceType::MPS, 0); }
   void setDevice(c10::Device) const override {}   // one device: MPSGuardImpl's setDevice does nothing either
   void uncheckedSetDevice(c10::Device) const noexcept override {}
-  c10::Stream getStream(c10::Device d) const noexcept override { return c10::Stream(c10::Stream::DEFAULT, d); }
-  c10::Stream getDefaultStream(c10::Device d) const override { return c10::Stream(c10::Stream::DEFAULT, d); }
-  c10::Stream exchangeStream(c10::Stream s) const noexcept override { return c10::Stream(c10::Stream::DEFAULT, s.device()); }
   c10::DeviceIndex deviceCount() const noexcept override { return 1; }
-  void record(void**, const c10::Stream&, const c10::DeviceIndex, const c10::EventFlag) const override {}
-  void block(void*, const c10::Stream&) const override {}
-  bool queryEvent(void*) const override { return true; }
-  void destroyEvent(void*, const c10::DeviceIndex) const noexcept override {}
-  bool queryStream(const c10::Stream&) const override { return true; }
-  void synchronizeStream(const c10::Stream&) const override {}
-  void synchronizeEvent(void*) const override {}
-  void synchronizeDevice(const c10::DeviceIndex) const override {}
-  void recordDataPtrOnStream(const c10::DataPtr&, const c10::Stream&) const override {}
 };
 
 SimulatedMpsGuard mps_guard;
@@ -247,22 +246,7 @@ SimulatedMpsGuard mps_guard;
 // pinned allocator do (aten/src/ATen/mps/MPSAllocator.mm); the Python side chooses per torch version.
 std::atomic<int> mps_pinned_device{0};
 
-struct MpsPinnedAllocator final : public c10::Allocator {
-  c10::DataPtr allocate(size_t nbytes) override {
-    auto* inner = new c10::DataPtr(c10::GetDefaultCPUAllocator()->allocate(nbytes));
-    void* data = inner->get();
-    {
-      std::lock_guard<std::mutex> lock(pinned_mutex);
-      pinned.insert(data);
-    }
-    auto device = mps_pinned_device.load() ? c10::Device(c10::DeviceType::MPS, 0) : c10::Device(c10::DeviceType::CPU);
-    return c10::DataPtr(data, inner, &delete_pinned, device);
-  }
-  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
-  void copy_data(void* dest, const void* src, std::size_t count) const override { default_copy_data(dest, src, count); }
-};
-
-MpsPinnedAllocator mps_pinned_allocator;
+PinnedAllocator mps_pinned_allocator{&mps_pinned_device};
 
 // `override` only on hasMPS, which every supported torch declares: the rest of MPSHooksInterface changed from
 // version to version (a function of the same signature overrides where the base declares it, and is an unused

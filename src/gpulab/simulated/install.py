@@ -20,8 +20,7 @@ __all__ = ["resume", "running", "start", "stop"]
 
 _saved: list[tuple[Any, str, Any]] = []  # (object, attribute, value before): what stop() puts back
 _MISSING = object()
-_library = None
-_kernels = None
+_libraries: dict = {}  # dispatch key ("CUDA", "MPS") → the torch.library.Library objects holding its kernels
 
 
 def running() -> runtime.Machine | None:
@@ -91,6 +90,12 @@ def start_runtime(name: str, torch_module) -> runtime.Machine:
     guard = native.load()
     runtime._properties.cache_clear()
     node = runtime.Machine(name, specs, guard, replace=cuda_build)
+    _activate(node, torch_module)
+    return node
+
+
+def _activate(node: runtime.Machine, torch_module) -> None:
+    """Make ``node`` this process's machine, and put its bindings on ``torch._C``."""
     runtime._machine = node
     node.active = True
     if node.device_type == "mps":
@@ -101,7 +106,26 @@ def start_runtime(name: str, torch_module) -> runtime.Machine:
         bindings = {**runtime.cuda_bindings(), **runtime.accelerator_bindings()}
     for key, value in bindings.items():
         _set(torch_module._C, key, value)
-    return node
+
+
+def _register_kernels(torch_module, key: str) -> None:
+    """Once per process and dispatch key: tensors made for the simulated device reach the simulation.
+
+    The fallback takes every operation that reaches the key with no simulated operand; the kernels are for
+    operations that reach it with a simulated tensor (torch.tensor(..., device="cuda") copies with the Python
+    key excluded) and have a composite kernel the fallback would not replace.
+    """
+    from . import tensors
+
+    if key in _libraries:
+        return
+    library, kernels = torch_module.library.Library("_", "IMPL"), torch_module.library.Library("aten", "IMPL")
+    library.fallback(tensors._factory, key)
+    with warnings.catch_warnings():  # "Overriding a previously registered kernel": a CUDA build's own
+        warnings.simplefilter("ignore")
+        for name, impl in tensors.cuda_kernels().items():
+            kernels.impl(name, impl, key)
+    _libraries[key] = (library, kernels)
 
 
 def finish(torch_module) -> None:
@@ -109,10 +133,9 @@ def finish(torch_module) -> None:
     if runtime.machine().device_type == "mps":
         _finish_mps(torch_module)
         return
-    global _library, _kernels
     import torch.cuda
 
-    from . import nccl, profiler, serialization, tensors
+    from . import nccl, profiler, serialization
 
     # Names torch.cuda bound when it was imported (all of them exist on a CUDA build from the start).
     _set(torch.cuda, "_cudart", torch_module._C._cudart)
@@ -133,39 +156,18 @@ def finish(torch_module) -> None:
     _set(torch.utils._triton, "has_triton", _no_triton)
     if not issubclass(torch.cuda.Stream, torch_module._C._CudaStreamBase):
         _reload_streams(torch_module)
-    if _library is None:
-        _library = torch_module.library.Library("_", "IMPL")
-        _kernels = torch_module.library.Library("aten", "IMPL")
-        _library.fallback(tensors._factory, "CUDA")
-        # Operations that reach the CUDA key with a simulated tensor (torch.tensor(..., device="cuda")
-        # copies with the Python key excluded) and have a composite kernel the fallback would not replace.
-        with warnings.catch_warnings():  # "Overriding a previously registered kernel": a CUDA build's own
-            warnings.simplefilter("ignore")
-            for name, impl in tensors.cuda_kernels().items():
-                _kernels.impl(name, impl, "CUDA")
+    _register_kernels(torch_module, "CUDA")
     serialization.install()
     for target, name, value in nccl.patches() + profiler.patches():
         _set(target, name, value)
 
 
-_mps_library = None
-_mps_kernels = None
-
-
 def _finish_mps(torch_module) -> None:
     """A simulated Mac's second half: tensors made for ``mps`` reach the simulation, and saved ones load."""
-    global _mps_library, _mps_kernels
-    from . import serialization, tensors
+    from . import serialization
 
     _forget_mps_answers()  # answered False before the machine was switched on
-    if _mps_library is None:
-        _mps_library = torch_module.library.Library("_", "IMPL")
-        _mps_kernels = torch_module.library.Library("aten", "IMPL")
-        _mps_library.fallback(tensors._factory, "MPS")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            for name, impl in tensors.cuda_kernels().items():
-                _mps_kernels.impl(name, impl, "MPS")
+    _register_kernels(torch_module, "MPS")
     serialization.install()
 
 
@@ -201,14 +203,8 @@ def resume(node: runtime.Machine) -> runtime.Machine:
         raise RuntimeError(f"a simulated {running().name} is already running in this process")
     if node.device_type != "mps":
         raise ValueError("only a simulated Mac is resumed; start a CUDA machine again with start()")
-    from . import mps
-
-    if not node.guard.gpulab_install_mps(1, int(mps.pinned_memory_is_on_mps())):
-        raise RuntimeError("this torch has an MPS device guard of its own: a simulated Mac cannot be")
-    runtime._machine = node
-    node.active = True
-    for key, value in {**mps.bindings(node), **mps.accelerator_bindings(node)}.items():
-        _set(torch._C, key, value)
+    node.install_mac()
+    _activate(node, torch)
     _finish_mps(torch)
     return node
 

@@ -56,8 +56,7 @@ class Machine:
             from . import mps
 
             self.specs = specs
-            if not guard.gpulab_install_mps(1, int(mps.pinned_memory_is_on_mps())):
-                raise RuntimeError("this torch has an MPS device guard of its own: a simulated Mac cannot be")
+            self.install_mac()
             self.allocators = [mps.MetalAllocator(specs[0])]
         else:
             self.specs = specs = visible_devices(specs)
@@ -73,6 +72,13 @@ class Machine:
         self.active = False
         self.cudnn_benchmark_limit = 10
         self._local = threading.local()
+
+    def install_mac(self) -> None:
+        """A Mac's C++ side: the MPS guard and hooks, and pinned memory as this torch's MPS makes it."""
+        from . import mps
+
+        if not self.guard.gpulab_install_mps(1, int(mps.pinned_memory_is_on_mps())):
+            raise RuntimeError("this torch has an MPS device guard of its own: a simulated Mac cannot be")
 
     @property
     def device_count(self) -> int:
