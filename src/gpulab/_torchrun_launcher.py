@@ -26,7 +26,7 @@ import traceback
 import warnings
 
 # What a Python reads as it starts, before any script: where a run's environment changes one of these, its ranks
-# start as new Pythons.
+# start as new Pythons (CUDA_VISIBLE_DEVICES only where it was read already: see starts_anew).
 AT_START = (
     "GPULAB_SIMULATE",
     "CUDA_VISIBLE_DEVICES",
@@ -141,12 +141,29 @@ def popen(args, env=None, stdout=None, stderr=None, start_new_session=False, **o
         or len(args) < 3
         or args[:2] != [sys.executable, "-u"]
         or args[2].startswith("-")
-        or any(env.get(name) != value for name, value in STARTED_WITH.items())
+        or starts_anew(env)
     ):
         return subprocess.Popen(
             args, env=env, stdout=stdout, stderr=stderr, start_new_session=start_new_session, **other
         )
     return Worker(args, env, stdout, stderr, start_new_session)
+
+
+def starts_anew(env) -> bool:
+    """Whether a rank in ``env`` must be a new Python: where it changes what this launcher read as it started.
+
+    CUDA reads ``CUDA_VISIBLE_DEVICES`` when it initialises, not when Python starts ("the number of devices can
+    change due to changes to CUDA_VISIBLE_DEVICES setting prior to CUDA initialization", torch.cuda.device_count):
+    a fork of a launcher that has not initialised CUDA sees the rank's own value. A simulated machine reads it as
+    Python starts (gpulab.simulated.runtime.visible_devices), so there it counts.
+    """
+    for name, value in STARTED_WITH.items():
+        if env.get(name) == value:
+            continue
+        if name == "CUDA_VISIBLE_DEVICES" and not STARTED_WITH["GPULAB_SIMULATE"] and not torch.cuda.is_initialized():
+            continue
+        return True
+    return False
 
 
 def forking_popen(handler, args, env):
@@ -189,6 +206,22 @@ def run_torchrun(request, torchrun) -> None:
             os._exit(code)
 
 
+# What ranks import that torch does not: DDP's constructor imports torch._dynamo (and with it sympy), FSDP2 and DCP
+# the DTensor code; about two seconds of each rank's CPU, where the launcher's one import does for all its forks.
+PRELOAD = ("torch._dynamo", "torch.distributed.tensor", "torch.distributed.fsdp", "torch.distributed.checkpoint")
+
+
+def preload() -> None:
+    """Import :data:`PRELOAD` here, where forked ranks find it imported; a module this torch lacks is left out."""
+    import importlib
+
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - a rank that needs it gets the error itself, with its traceback
+            pass
+
+
 def main() -> None:
     global torch, STARTED_WITH, FORKS
     # Python put this file's folder (gpulab's) first on sys.path: nothing is imported from it as a top-level name.
@@ -203,6 +236,9 @@ def main() -> None:
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # every torchrun forked here is reaped as it ends
     # Forked ranks are tested on torch 2.11, 2.13 and 2.15; on 2.6 a rank's DataLoader hung when forked.
     FORKS = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 11)
+    if FORKS:
+        preload()
+        FORKS = not torch.cuda.is_initialized()  # a fork cannot use a CUDA its parent initialised
     subprocess_handler.SubprocessHandler._popen = forking_popen  # how torchrun starts a rank, torch 2.6 to 2.15
 
     for line in sys.stdin:

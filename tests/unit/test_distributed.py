@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -17,6 +18,8 @@ import torch
 import torch.distributed as dist
 
 from gpulab import _processes, distributed
+
+from conftest import simulates
 
 
 @pytest.fixture(autouse=True)
@@ -287,6 +290,7 @@ def test_each_run_is_a_fresh_torchrun_forked_from_one_launcher_that_ends_with_it
 AS_PYTHON_RUNS_IT = """
     import atexit, os, sys
     preloaded = "torch" in sys.modules                      # forked from a torchrun that has imported torch
+    dynamo = "torch._dynamo" in sys.modules                 # what DDP's constructor imports, imported already
     import torch, torch.distributed as dist
     import gpulab.distributed as gd
     from neighbour import WORD                              # the script's folder is sys.path[0]
@@ -295,7 +299,9 @@ AS_PYTHON_RUNS_IT = """
     atexit.register(lambda rank=dist.get_rank(): open(f"{__file__}.exited-{rank}", "w").close())
     if dist.get_rank() == 0:
         gd.save_result({"argv": sys.argv, "name": __name__, "word": WORD, "threads": torch.get_num_threads(),
-                        "preloaded": preloaded, "rank": os.environ["RANK"], "run": os.environ[gd.MARK_VARIABLE],
+                        "preloaded": preloaded, "dynamo": dynamo, "rank": os.environ["RANK"],
+                        "run": os.environ[gd.MARK_VARIABLE], "visible": os.environ.get("CUDA_VISIBLE_DEVICES"),
+                        "gpus": torch.cuda.device_count(),
                         "session": os.getsid(0) == os.getpid(), "unbuffered": sys.stdout.write_through})
     print("last words", flush=True)
     dist.destroy_process_group()
@@ -309,6 +315,7 @@ def test_a_rank_is_forked_from_torchrun_and_runs_the_script_as_python_would(tmp_
     run = distributed.torchrun(script, 2, args=["one", 0], threads=1, echo=False)
     forks = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 11)
     assert run.result["preloaded"] == forks, "from torch 2.11 the rank is forked from torchrun, before as a new Python"
+    assert run.result["dynamo"] == forks, "a forked rank finds torch._dynamo imported (DDP imports it: seconds)"
     assert run.result["argv"] == [str(script), "one", "0"] and run.result["name"] == "__main__"
     assert run.result["word"] == "beside the script" and run.result["threads"] == 1 and run.result["rank"] == "0"
     assert run.result["session"] and run.result["unbuffered"] and len(run.result["run"]) == 32
@@ -321,6 +328,10 @@ def test_a_rank_is_forked_from_torchrun_and_runs_the_script_as_python_would(tmp_
     assert not failed.ok and failed.returncode != 0 and failed.logs[1] == "last words", (
         "sys.exit(3) in a rank fails the run, as it would in a Python"
     )
+    # CUDA reads CUDA_VISIBLE_DEVICES as it initialises, which the launcher has not: a run that changes it is
+    # forked all the same, and its ranks see their own value (a simulated machine's: below).
+    hidden = distributed.torchrun(script, 2, args=["hidden", 0], echo=False, env={"CUDA_VISIBLE_DEVICES": ""}).result
+    assert hidden["preloaded"] == forks and hidden["visible"] == "" and hidden["gpus"] == 0
     # A run whose environment changes what a Python reads as it starts (here PYTHONPATH) starts new Pythons.
     extra = tmp_path / "extra"
     extra.mkdir()
@@ -330,6 +341,33 @@ def test_a_rank_is_forked_from_torchrun_and_runs_the_script_as_python_would(tmp_
     fresh = distributed.torchrun(script, 2, args=["new", 0], echo=False, env={"PYTHONPATH": paths}).result
     assert not fresh["preloaded"] and fresh["word"] == "on the new path" and fresh["argv"][1:] == ["new", "0"]
     assert not ranks_left(script) and not torchruns_left()
+
+
+@simulates
+def test_a_simulated_machine_starts_new_ranks_where_a_run_changes_the_gpus_they_see(tmp_path):
+    # A simulated node reads CUDA_VISIBLE_DEVICES as Python starts (gpulab.simulated.runtime.visible_devices): a run
+    # that changes it gets ranks that are new Pythons, which see the GPUs it names.
+    script = write(tmp_path, "as_python.py", AS_PYTHON_RUNS_IT)
+    (tmp_path / "neighbour.py").write_text("WORD = 'beside the script'\n")
+    driver = f"""
+import json, gpulab.distributed as gd
+gd._SCRATCH = __import__("pathlib").Path({str(tmp_path / "scratch")!r})
+same = gd.torchrun({str(script)!r}, 2, args=["same", 0], echo=False).result
+two = gd.torchrun({str(script)!r}, 2, args=["two", 0], echo=False, env={{"CUDA_VISIBLE_DEVICES": "1,2"}}).result
+print(json.dumps([[r["preloaded"], r["gpus"]] for r in (same, two)]))
+"""
+    env = {key: value for key, value in os.environ.items() if key != "CUDA_VISIBLE_DEVICES"}
+    done = subprocess.run(
+        [sys.executable, "-c", driver],
+        env=dict(env, GPULAB_SIMULATE="4xh100"),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    forks = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 11)
+    assert json.loads(done.stdout.splitlines()[-1]) == [[forks, 4], [False, 2]]
+    assert not ranks_left(script)
 
 
 DEAF = """
