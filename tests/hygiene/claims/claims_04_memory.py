@@ -412,6 +412,11 @@ UNSHOWN = [
     ),
     Unshown("Apple's torch.mps reports what is allocated now", "an Apple GPU's API: no record comes from a Mac"),
     Unshown(
+        "before it allocates, MPS refuses a request that would take it past 1.7 times Metal's recommended maximum",
+        "MPSAllocator.h (default_high_watermark_ratio 1.7) and MPSAllocator.mm (alloc_buffer_block's check); no "
+        "record comes from a Mac (the simulated Mac's MetalAllocator follows them: tests/unit/simulated/test_mps.py)",
+    ),
+    Unshown(
         "the T4 reports about 14.7 GiB, and its context takes a few hundred MiB of that",
         "a T4's figures; the shipped records are an H100 SXM's",
     ),
