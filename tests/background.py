@@ -1,8 +1,8 @@
 """Runs that go on beside the rest of the suite: commands run one after another in a background thread.
 
-tests/e2e/test_answers.py (the grading of the answers), tests/e2e/test_simulated_course.py (the course on simulated
-machines) and tests/e2e/test_colab.py (the course on Colab's stack) start theirs as soon as the session's tests are
-collected (tests/conftest.py), and their tests, which read what the runs left, come last.
+tests/e2e/test_simulated_course.py (the course on simulated machines) and tests/e2e/test_colab.py (the course on
+Colab's stack) start theirs as soon as the session's tests are collected (tests/conftest.py), and their
+tests, which read what the runs left, come last.
 """
 
 from __future__ import annotations
@@ -15,12 +15,6 @@ import time
 from pathlib import Path
 
 from conftest import ROOT
-
-# How much the runs yield to the suite's own tests, which run one at a time and come before the tests that wait for
-# the runs: at nice 5 a test gets about three times a run's share of the cores, so the suite's own tests are done
-# while the runs go on, and the runs then have both cores to themselves; at the same priority, the suite's tests
-# crawled among six runs and ran on after them with one core idle.
-NICENESS = 5
 
 
 class Run:
@@ -42,14 +36,7 @@ class Run:
                 if self.stopped:
                     return
                 started = time.monotonic()
-                # nice(1) execs the command: the process is the command's own, to wait for and to stop
-                self.process = subprocess.Popen(
-                    ["nice", "-n", str(NICENESS), *map(str, command)],
-                    cwd=ROOT,
-                    env=self.env,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                )
+                self.process = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT)
                 self.returncodes[step] = self.process.wait()
                 self.seconds[step] = time.monotonic() - started
 
