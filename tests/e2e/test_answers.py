@@ -226,7 +226,7 @@ GRADE_ROUNDS = ANSWERS / "grade_rounds.py"
 def start_runs(items) -> None:
     """Hand in every round of the lessons whose rounds are among ``items`` (the session's tests, so that ``-k
     04_memory`` grades that lesson alone) and grade them in the background, a lesson at a time, each lesson's
-    rounds together as a class's submissions are (one ``grade_many``).
+    rounds together as a class's submissions are (one ``grade_many``), so that the grader keeps its kernels busy.
     Exercises whose cases are used up are not graded again (``only``): the solution's full marks are checked
     below. tests/conftest.py calls this as soon as the session's tests are collected, and puts the rounds last."""
     stems = sorted({item.callspec.params["stem"] for item in items if item.originalname == ROUNDS_TEST})
@@ -310,7 +310,7 @@ def test_grades_do_not_depend_on_a_quiet_machine(stem, tmp_path):
     try:
         solution, *graded_wrong = grading.grade_many(
             [solution_file] + ([wrong] if marked else []),
-            timeout=300,  # a guard against a hang (see answers/grade_rounds.py)
+            timeout=60,
             lesson=stem,
             only={solution_file: None, wrong: sorted(marked)},
             sandboxed=SANDBOXED,
