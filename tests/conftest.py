@@ -123,17 +123,9 @@ def _left_behind() -> list[str]:
     return sorted({p.name for p in _TEMP.glob("gpulab-*")} - _TEMP_BEFORE)
 
 
-# The modules whose tests read runs that go on beside the rest of the suite (tests/background.py).
-BACKGROUND = ("test_answers", "test_simulated_course", "test_colab")
-
-
 def _course_test(item) -> bool:
     return item.nodeid.startswith(
-        (
-            "tests/e2e/test_answers.py::test_answers_score_what_they_deserve",
-            "tests/e2e/test_simulated_course.py::test_every",
-            "tests/e2e/test_colab.py::test_on_colabs_stack",
-        )
+        ("tests/e2e/test_simulated_course.py::test_every", "tests/e2e/test_colab.py::test_on_colabs_stack")
     )
 
 
@@ -153,26 +145,27 @@ def pytest_collection_modifyitems(session, config, items):
             config.hook.pytest_deselected(items=twice)
             items[:] = [item for item in items if not _runs_in_the_colab_lane(item)]
 
-    # The tests of the answers' grading and of the course read runs that take most of the session: they
-    # come last, so the rest of the suite runs while those runs do.
-    items[:] = [item for item in items if not _course_test(item)] + [item for item in items if _course_test(item)]
+    # The simulated course's tests read runs that take most of the session: they come last, so the
+    # rest of the suite runs while those runs do. The graded answers come just before them: the grader
+    # keeps both cores busy, which the rest of the suite, a test at a time, would not once the runs end.
+    def place(item) -> int:
+        return 2 if _course_test(item) else 1 if item.nodeid.startswith("tests/e2e/test_answers.py") else 0
+
+    items.sort(key=place)  # stable: each part keeps its order
 
 
 def pytest_collection_finish(session):
     # ...and the runs start now.
     if session.config.option.collectonly:
         return
-    for module in BACKGROUND:
-        mine = [
-            item for item in session.items if _course_test(item) and item.nodeid.startswith(f"tests/e2e/{module}.py")
-        ]
-        if mine:
-            importlib.import_module(module).start_runs(mine)
+    for module in ("test_simulated_course", "test_colab"):
+        if any(_course_test(item) and item.nodeid.startswith(f"tests/e2e/{module}.py") for item in session.items):
+            importlib.import_module(module).start_runs()
 
 
 def pytest_terminal_summary(terminalreporter):
     # What each background run's steps took: where the suite's time goes.
-    for module in BACKGROUND:
+    for module in ("test_simulated_course", "test_colab"):
         if module not in sys.modules:
             continue
         for run in sys.modules[module]._runs.started.values():
@@ -183,7 +176,7 @@ def pytest_terminal_summary(terminalreporter):
 def pytest_sessionfinish(session, exitstatus):
     if hasattr(session.config, "workerinput"):
         return  # a pytest-xdist worker: the run's controller looks once every worker is done
-    for module in BACKGROUND:
+    for module in ("test_simulated_course", "test_colab"):
         if module in sys.modules:
             sys.modules[module].stop_runs()
     deadline = time.monotonic() + CLEANUP_GRACE_S

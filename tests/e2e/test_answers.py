@@ -17,10 +17,6 @@ answer cell left empty, the same functions and methods raising ``NotImplementedE
 returning ``None``. None of them does the task, so each must fail every check of its exercise: a check
 of a property (no copy, no sync, memory given back) that such an answer passes hands out a free point.
 
-The rounds are graded in the background (``answers/grade_rounds.py``, a lesson at a time) from the moment the
-session's tests are collected, beside the rest of the suite, as the course's runs are (tests/conftest.py); their
-tests read the reports.
-
 The last test grades the solutions, and the wrong answers marked for it, while another process
 keeps a core busy: no check may hinge on how fast the machine is.
 """
@@ -29,11 +25,8 @@ from __future__ import annotations
 
 import copy
 import importlib.util
-import json
-import pickle
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -41,7 +34,6 @@ import pytest
 from gpulab import course, grading
 from gpulab.grading import notebooks, sandbox
 
-from background import Run, Runs
 from conftest import ROOT
 
 ANSWERS = ROOT / "tests" / "e2e" / "answers"
@@ -219,59 +211,32 @@ def round_of(stem: str, number: int) -> tuple[dict[str, str], dict[str, tuple[st
     return answers, expected
 
 
-_runs = Runs()
-GRADE_ROUNDS = ANSWERS / "grade_rounds.py"
-
-
-def start_runs(items) -> None:
-    """Hand in every round of the lessons whose rounds are among ``items`` (the session's tests, so that ``-k
-    04_memory`` grades that lesson alone) and grade them in the background, a lesson at a time, each lesson's
-    rounds together as a class's submissions are (one ``grade_many``), so that the grader keeps its kernels busy.
-    Exercises whose cases are used up are not graded again (``only``): the solution's full marks are checked
-    below. tests/conftest.py calls this as soon as the session's tests are collected, and puts the rounds last."""
-    stems = sorted({item.callspec.params["stem"] for item in items if item.originalname == ROUNDS_TEST})
-    if _runs.started or not stems:
-        return
-    folder = _runs.folder("test-answers-")
-    steps = {}
-    for stem in stems:
-        plan = {"lesson": stem, "sandboxed": SANDBOXED, "submissions": []}
-        for number in range(rounds(stem)):
-            answers, expected = round_of(stem, number)
-            path = submission(stem, answers, folder / f"{stem}-{number}.ipynb")
-            plan["submissions"].append([str(path), sorted(expected)])
-        (folder / f"{stem}.json").write_text(json.dumps(plan))
-        steps[stem] = [sys.executable, str(GRADE_ROUNDS), str(folder / f"{stem}.json"), str(folder / f"{stem}.pickle")]
-    _runs.started["answers"] = Run("answers", folder, steps, env=None)
-
-
-def stop_runs() -> None:
-    """End the grading if it still runs and remove its folder (also called at the session's end)."""
-    _runs.stop()
-
-
 @pytest.fixture(scope="module")
-def graded(request):
-    """A lesson's reports by round: read from the background grading, started when the session's tests were
-    collected (or now, for the lessons this session's rounds are of)."""
-    start_runs(request.session.items)
-    run, reports = _runs.started["answers"], {}
+def graded(tmp_path_factory):
+    """A lesson's rounds, graded when its first test asks (``-k 04_memory`` grades that lesson alone), together
+    as a class's submissions are (one call), so that the grader keeps its kernels busy. Exercises whose cases are
+    used up are not graded again (``only``): the solution's full marks are checked below."""
+    folder = tmp_path_factory.mktemp("answers")
+    reports = {}
 
     def of(stem: str) -> dict:
-        if stem not in reports:
-            deadline = time.monotonic() + 3600
-            while stem not in run.returncodes and run.thread.is_alive() and time.monotonic() < deadline:
-                time.sleep(0.5)
-            assert run.returncodes.get(stem) == 0, f"grading {stem}'s rounds:\n{run.log(stem)[-4000:]}"
-            found = pickle.loads((run.folder / f"{stem}.pickle").read_bytes())
-            reports[stem] = dict(enumerate(found))
+        if stem in reports:
+            return reports[stem]
+        submissions = []
+        for number in range(rounds(stem)):
+            answers, expected = round_of(stem, number)
+            submissions.append((number, submission(stem, answers, folder / f"{stem}-{number}.ipynb"), sorted(expected)))
+        found = grading.grade_many(
+            [path for _, path, _ in submissions],
+            timeout=60,
+            lesson=stem,
+            only={path: exercises for _, path, exercises in submissions},
+            sandboxed=SANDBOXED,
+        )
+        reports[stem] = {number: report for (number, _, _), report in zip(submissions, found)}
         return reports[stem]
 
-    yield of
-    stop_runs()
-
-
-ROUNDS_TEST = "test_answers_score_what_they_deserve"
+    return of
 
 
 @pytest.mark.parametrize("stem, number", ROUNDS)

@@ -630,18 +630,17 @@ def test_the_bandwidth_figure_draws_an_accelerator_that_could_not_pin_memory(tmp
 
 
 def test_each_panels_estimate_is_in_the_ballpark_of_its_run_here(lesson_runs):
-    # The estimate hides settings that would run too long; a unit slip (ms for s, a factor of 1000) would
-    # hide all or none. A hundred times either way catches such a slip and is a wide margin on purpose: this
-    # checks the model, not speed, and the machine's load changes between a calibration and a run (in CI one
-    # panel ran 8.6 times faster than its estimate, calibrated while both cores were busy; another, lesson
-    # 05's training step, 24 times slower, run while four background runs and the suite shared two cores).
+    # The estimate hides settings that would run too long; a unit slip (ms for s) would hide all
+    # or none. Twenty times either way is a wide margin on purpose: this checks the model, not speed, and
+    # the machine's load changes between a calibration and a run (in CI one panel ran 8.6 times faster
+    # than its estimate, calibrated while both cores were busy).
     for name, item in lesson_runs.items():
         record = json.loads(item.json_path.read_text())
         # The estimate is of the experiment; drawing its figure comes on top (the first figure in a process
         # pays for loading matplotlib's fonts).
         estimate, measured = record["estimated_s"], record["experiment_s"]
         assert measured <= record["elapsed_s"]
-        assert measured / 100 < estimate < 100 * measured, f"{name}: estimated {estimate:.2f} s, ran {measured:.2f} s"
+        assert measured / 20 < estimate < 20 * measured, f"{name}: estimated {estimate:.2f} s, ran {measured:.2f} s"
 
 
 # ---------------------------------------------------------------- lesson 04: out of memory never crashes a class

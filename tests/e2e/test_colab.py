@@ -93,7 +93,7 @@ def test_the_colab_environment_is_colabs_stack():
 _runs = Runs()
 
 
-def start_runs(items=()) -> None:
+def start_runs() -> None:
     if _runs.started or not colab_installed():
         return
     folder = _runs.folder("colab-course-")

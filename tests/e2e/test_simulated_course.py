@@ -166,7 +166,7 @@ def course_run(machine: str, folder: Path) -> Run:
     return run
 
 
-def start_runs(items=()) -> None:
+def start_runs() -> None:
     """Start each machine's run, once. tests/conftest.py calls this as soon as the session's tests are
     collected, and puts this module's tests last: the course runs beside the rest of the suite."""
     if _runs.started or torch.cuda.is_available():  # beside a real GPU its tests skip (simulates)
