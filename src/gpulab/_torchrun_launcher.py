@@ -26,7 +26,7 @@ import traceback
 import warnings
 
 # What a Python reads as it starts, before any script: where a run's environment changes one of these, its ranks
-# start as new Pythons (CUDA_VISIBLE_DEVICES only where it was read already: see starts_anew).
+# start as new Pythons (CUDA_VISIBLE_DEVICES only on a simulated machine: see main).
 AT_START = (
     "GPULAB_SIMULATE",
     "CUDA_VISIBLE_DEVICES",
@@ -141,29 +141,12 @@ def popen(args, env=None, stdout=None, stderr=None, start_new_session=False, **o
         or len(args) < 3
         or args[:2] != [sys.executable, "-u"]
         or args[2].startswith("-")
-        or starts_anew(env)
+        or any(env.get(name) != value for name, value in STARTED_WITH.items())
     ):
         return subprocess.Popen(
             args, env=env, stdout=stdout, stderr=stderr, start_new_session=start_new_session, **other
         )
     return Worker(args, env, stdout, stderr, start_new_session)
-
-
-def starts_anew(env) -> bool:
-    """Whether a rank in ``env`` must be a new Python: where it changes what this launcher read as it started.
-
-    CUDA reads ``CUDA_VISIBLE_DEVICES`` when it initialises, not when Python starts ("the number of devices can
-    change due to changes to CUDA_VISIBLE_DEVICES setting prior to CUDA initialization", torch.cuda.device_count):
-    a fork of a launcher that has not initialised CUDA sees the rank's own value. A simulated machine reads it as
-    Python starts (gpulab.simulated.runtime.visible_devices), so there it counts.
-    """
-    for name, value in STARTED_WITH.items():
-        if env.get(name) == value:
-            continue
-        if name == "CUDA_VISIBLE_DEVICES" and not STARTED_WITH["GPULAB_SIMULATE"] and not torch.cuda.is_initialized():
-            continue
-        return True
-    return False
 
 
 def forking_popen(handler, args, env):
@@ -228,6 +211,12 @@ def main() -> None:
     if sys.path and os.path.realpath(sys.path[0]) == os.path.dirname(os.path.realpath(__file__)):
         del sys.path[0]
     STARTED_WITH = {name: os.environ.get(name) for name in AT_START}
+    if not STARTED_WITH["GPULAB_SIMULATE"]:
+        # CUDA reads CUDA_VISIBLE_DEVICES when it initialises ("the number of devices can change due to changes to
+        # CUDA_VISIBLE_DEVICES setting prior to CUDA initialization", torch.cuda.device_count), which a launcher
+        # that forks never has (below): a forked rank sees its own value. A simulated machine reads it as Python
+        # starts (gpulab.simulated.runtime.visible_devices), so there it counts.
+        del STARTED_WITH["CUDA_VISIBLE_DEVICES"]
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # interrupts are the notebook's to handle
     import torch
     import torch.distributed.run as torchrun
