@@ -85,7 +85,8 @@ lint: $(VENV)/.installed
 check: lint
 	$(VENV)/bin/python -m pytest -n 2 --dist loadfile tests/unit tests/hygiene
 
-test: lint venvs
+# venvs first: both are built side by side (lint first would build .venv alone, then .venv-colab)
+test: venvs lint
 	$(VENV)/bin/python -m pytest --durations=25
 
 # The Colab lane alone: in .venv-colab (made here), every lesson and solution on the CPU, the widget
