@@ -3,10 +3,16 @@
 tests/e2e/test_simulated_course.py (the course on simulated machines) and tests/e2e/test_colab.py (the course on
 Colab's stack) start theirs as soon as the session's tests are collected (tests/conftest.py), and their
 tests, which read what the runs left, come last.
+
+Until those tests start, the runs keep off one core (:func:`cores`): the suite's own tests, one at a time, find it
+free, as they would on a quiet machine, while the runs share the rest. Sharing every core, the runs slowed those
+tests (a browser test, the bench, a grading) as much as themselves, and once the runs were done the suite's single-test
+stretch left a core idle. When the tests that read the runs start, the runs take every core (:func:`release`).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
@@ -15,6 +21,56 @@ import time
 from pathlib import Path
 
 from conftest import ROOT
+
+_ALL: list = []  # every Runs, to release their cores at once
+
+
+def cores() -> set | None:
+    """The cores a run may use while the suite's own tests run: all but one, where there are two or more and this
+    system lets a process choose (Linux); None where it does not (every core)."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    every = os.sched_getaffinity(0)
+    return every - {min(every)} if len(every) >= 2 else None
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid`` and every process below it: their thread ids (an affinity is each thread's own)."""
+    children: dict = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(parent, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        process = todo.pop()
+        try:
+            found.extend(int(thread) for thread in os.listdir(f"/proc/{process}/task"))
+        except OSError:
+            continue
+        todo.extend(children.get(process, ()))
+    return found
+
+
+def release() -> None:
+    """Every run may use every core from now on: what runs now, and the steps still to start."""
+    if not hasattr(os, "sched_getaffinity"):
+        return
+    every = os.sched_getaffinity(0)
+    for runs in _ALL:
+        for run in runs.started.values():
+            run.cores = None
+            for _ in range(2):  # twice: a process started during the first walk is found in the second
+                process = run.process
+                for thread in _tree(process.pid) if process is not None and process.poll() is None else ():
+                    try:
+                        os.sched_setaffinity(thread, every)
+                    except OSError:
+                        pass  # it ended, or is not this user's to change: it keeps its one core
 
 
 class Run:
@@ -26,6 +82,7 @@ class Run:
         self.seconds: dict = {}  # step → its wall time
         self.process = None
         self.stopped = False
+        self.cores = cores()
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
         self.thread.start()
 
@@ -37,6 +94,11 @@ class Run:
                     return
                 started = time.monotonic()
                 self.process = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT)
+                if self.cores is not None:
+                    try:  # as Python starts: what it starts later inherits the cores
+                        os.sched_setaffinity(self.process.pid, self.cores)
+                    except OSError:
+                        pass
                 self.returncodes[step] = self.process.wait()
                 self.seconds[step] = time.monotonic() - started
 
@@ -62,6 +124,7 @@ class Runs:
     def __init__(self):
         self.started: dict = {}
         self._scratch: list = []
+        _ALL.append(self)
 
     def folder(self, prefix: str) -> Path:
         folder = Path(tempfile.mkdtemp(prefix=prefix))
@@ -69,6 +132,7 @@ class Runs:
         return folder
 
     def wait(self, timeout: float) -> dict:
+        release()
         for run in self.started.values():
             run.wait(timeout)
         return dict(self.started)
