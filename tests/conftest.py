@@ -129,6 +129,10 @@ def _course_test(item) -> bool:
     )
 
 
+def _grades_answers(item) -> bool:
+    return item.nodeid.startswith("tests/e2e/test_answers.py::")
+
+
 def _runs_in_the_colab_lane(item) -> bool:
     """A lesson or solution under nbval, which the Colab lane runs in .venv-colab (tests/e2e/test_colab.py)."""
     return item.nodeid.startswith(("notebooks/", "solutions/")) and item.nodeid.count("::Cell ") == 1
@@ -145,8 +149,15 @@ def pytest_collection_modifyitems(session, config, items):
             config.hook.pytest_deselected(items=twice)
             items[:] = [item for item in items if not _runs_in_the_colab_lane(item)]
     # The simulated course's tests read runs that take most of the session: they come last, so the
-    # rest of the suite runs while those runs do.
-    items[:] = [item for item in items if not _course_test(item)] + [item for item in items if _course_test(item)]
+    # rest of the suite runs while those runs do, on the core the runs keep off (tests/background.py). Just
+    # before them, the answers' grading (tests/e2e/test_answers.py), which keeps both cores busy itself (two
+    # kernels at a time): run first, it took both cores from the suite's other tests and the runs alike, and
+    # the other tests then ran one at a time beside a core idle once the runs were done.
+    order = {"rest": [], "answers": [], "course": []}
+    for item in items:
+        kind = "course" if _course_test(item) else "answers" if _grades_answers(item) else "rest"
+        order[kind].append(item)
+    items[:] = order["rest"] + order["answers"] + order["course"]
 
 
 def pytest_collection_finish(session):
