@@ -7,6 +7,7 @@ Most tests grade the tiny lesson (tiny_lesson.py); the last ones grade the real 
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -69,13 +70,20 @@ def hostile(tiny, tmp_path_factory, request):
     }
     path = submit(folder, answers)
     before = (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns)
-    temp_before = {p.name for p in Path(tempfile.gettempdir()).glob("gpulab-grade-*")}
-    start = time.monotonic()
-    report = grade(path, tiny, fork=request.param)
-    elapsed = time.monotonic() - start
+    # The grader's scratch folder goes into a temporary folder of this grading's own: what is left there, and what
+    # still runs there, is this grading's, whatever else grades on the machine (make test's background runs do).
+    scratch, usual = tempfile.mkdtemp(prefix="gpulab-hostile-"), tempfile.tempdir
+    tempfile.tempdir = scratch
+    try:
+        start = time.monotonic()
+        report = grade(path, tiny, fork=request.param)
+        elapsed = time.monotonic() - start
+        left = {p.name for p in Path(scratch).iterdir()}
+    finally:
+        tempfile.tempdir = usual
     after = (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns)
-    temp_after = {p.name for p in Path(tempfile.gettempdir()).glob("gpulab-grade-*")}
-    return {"report": report, "unchanged": before == after, "new_temp": temp_after - temp_before, "elapsed": elapsed}
+    yield {"report": report, "unchanged": before == after, "new_temp": left, "scratch": scratch, "elapsed": elapsed}
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 def test_a_syntax_error_scores_zero_for_that_exercise_only(hostile):
@@ -114,7 +122,7 @@ def test_grading_leaves_no_temporary_files_or_kernels(hostile):
             cmdline = (entry / "cmdline").read_bytes().decode(errors="ignore")
         except OSError:
             continue
-        if "gpulab-grade-" in cmdline:
+        if hostile["scratch"] in cmdline:
             leftovers.append(cmdline)
     assert leftovers == []
 
