@@ -4,10 +4,12 @@ tests/e2e/test_simulated_course.py (the course on simulated machines) and tests/
 Colab's stack) start theirs as soon as the session's tests are collected (tests/conftest.py), and their
 tests, which read what the runs left, come last.
 
-Until those tests start, the runs keep off one core (:func:`cores`): the suite's own tests, one at a time, find it
-free, as they would on a quiet machine, while the runs share the rest. Sharing every core, the runs slowed those
-tests (a browser test, the bench, a grading) as much as themselves, and once the runs were done the suite's single-test
-stretch left a core idle. When the tests that read the runs start, the runs take every core (:func:`release`).
+Until the answers' grading or those tests start, the runs and the suite's own tests keep to cores of their own
+(:func:`hold`): the suite's tests, one at a time, the first core, with one torch thread; the runs the rest. Sharing
+every core, the runs slowed the suite's tests as much as themselves, and once the runs were done those tests ran one
+at a time beside an idle core; with only the runs kept off a core, a torch op of the suite's, split over two threads,
+waited at each step for its thread on the runs' busy core (the panels of every lesson took 6 minutes instead of
+1.5). Then everything may use every core (:func:`release`): the answers' kernels are one thread each.
 """
 
 from __future__ import annotations
@@ -23,15 +25,38 @@ from pathlib import Path
 from conftest import ROOT
 
 _ALL: list = []  # every Runs, to release their cores at once
+_EVERY = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None  # the cores this Python may use
+_HELD: dict = {}  # while held: {"threads": this Python's torch threads before}; "released" once released
 
 
 def cores() -> set | None:
-    """The cores a run may use while the suite's own tests run: all but one, where there are two or more and this
-    system lets a process choose (Linux); None where it does not (every core)."""
-    if not hasattr(os, "sched_getaffinity"):
-        return None
-    every = os.sched_getaffinity(0)
-    return every - {min(every)} if len(every) >= 2 else None
+    """The cores a run may use until :func:`release`: all but the first, where there are two or more and this system
+    lets a process choose (Linux); None where it does not (every core)."""
+    return _EVERY - {min(_EVERY)} if _EVERY is not None and len(_EVERY) >= 2 else None
+
+
+def _pin(tasks, where: set) -> None:
+    for task in tasks:
+        try:
+            os.sched_setaffinity(task, where)
+        except OSError:
+            pass  # it ended, or is not this user's to change
+
+
+def _threads_of_this_python() -> list[int]:
+    return [int(task) for task in os.listdir(f"/proc/{os.getpid()}/task")]
+
+
+def hold() -> None:
+    """This Python (the suite's own tests, and what they start) keeps to the core the runs keep off, with one torch
+    thread, until :func:`release`."""
+    if cores() is None or _HELD:
+        return  # held, or released: once each
+    import torch
+
+    _pin(_threads_of_this_python(), _EVERY - cores())
+    _HELD["threads"] = torch.get_num_threads()
+    torch.set_num_threads(1)
 
 
 def _tree(pid: int) -> list[int]:
@@ -57,20 +82,22 @@ def _tree(pid: int) -> list[int]:
 
 
 def release() -> None:
-    """Every run may use every core from now on: what runs now, and the steps still to start."""
-    if not hasattr(os, "sched_getaffinity"):
+    """Everything may use every core from now on: this Python, what the runs run now, and their steps still to
+    start."""
+    if _EVERY is None or "released" in _HELD:
         return
-    every = os.sched_getaffinity(0)
+    if "threads" in _HELD:
+        import torch
+
+        _pin(_threads_of_this_python(), _EVERY)
+        torch.set_num_threads(_HELD.pop("threads"))
+    _HELD["released"] = True
     for runs in _ALL:
         for run in runs.started.values():
             run.cores = None
             for _ in range(2):  # twice: a process started during the first walk is found in the second
                 process = run.process
-                for thread in _tree(process.pid) if process is not None and process.poll() is None else ():
-                    try:
-                        os.sched_setaffinity(thread, every)
-                    except OSError:
-                        pass  # it ended, or is not this user's to change: it keeps its one core
+                _pin(_tree(process.pid) if process is not None and process.poll() is None else (), _EVERY)
 
 
 class Run:

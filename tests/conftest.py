@@ -167,6 +167,14 @@ def pytest_collection_finish(session):
     for module in ("test_simulated_course", "test_colab"):
         if any(_course_test(item) and item.nodeid.startswith(f"tests/e2e/{module}.py") for item in session.items):
             importlib.import_module(module).start_runs()
+    if "background" in sys.modules and any(runs.started for runs in sys.modules["background"]._ALL):
+        sys.modules["background"].hold()  # the suite's tests on a core of their own, the runs on the rest
+
+
+def pytest_runtest_setup(item):
+    # The answers' grading and the course's tests may use every core (tests/background.py).
+    if "background" in sys.modules and (_grades_answers(item) or _course_test(item)):
+        sys.modules["background"].release()
 
 
 def pytest_terminal_summary(terminalreporter):
