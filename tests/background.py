@@ -54,7 +54,7 @@ def hold() -> None:
         return  # held, or released: once each
     import torch
 
-    _pin(_threads_of_this_python(), _EVERY - cores())
+    _pin(_threads_of_this_python(), {min(_EVERY)})
     _HELD["threads"] = torch.get_num_threads()
     torch.set_num_threads(1)
 
@@ -94,7 +94,6 @@ def release() -> None:
     _HELD["released"] = True
     for runs in _ALL:
         for run in runs.started.values():
-            run.cores = None
             for _ in range(2):  # twice: a process started during the first walk is found in the second
                 process = run.process
                 _pin(_tree(process.pid) if process is not None and process.poll() is None else (), _EVERY)
@@ -109,7 +108,6 @@ class Run:
         self.seconds: dict = {}  # step → its wall time
         self.process = None
         self.stopped = False
-        self.cores = cores()
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
         self.thread.start()
 
@@ -121,11 +119,8 @@ class Run:
                     return
                 started = time.monotonic()
                 self.process = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT)
-                if self.cores is not None:
-                    try:  # as Python starts: what it starts later inherits the cores
-                        os.sched_setaffinity(self.process.pid, self.cores)
-                    except OSError:
-                        pass
+                if "released" not in _HELD and cores() is not None:
+                    _pin([self.process.pid], cores())  # as Python starts: what it starts later inherits the cores
                 self.returncodes[step] = self.process.wait()
                 self.seconds[step] = time.monotonic() - started
 
@@ -159,7 +154,6 @@ class Runs:
         return folder
 
     def wait(self, timeout: float) -> dict:
-        release()
         for run in self.started.values():
             run.wait(timeout)
         return dict(self.started)
